@@ -1,0 +1,24 @@
+"""django-redislock: distributed locks, a locking view decorator and a reliable delayed job
+queue for Django, on Redis."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["Lock", "get_redis"]
+
+if TYPE_CHECKING:
+    from .connection import get_redis
+    from .locks import Lock
+
+_LAZY = {"Lock": ".locks", "get_redis": ".connection"}
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so that importing the package does not read Django settings.
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import AppConfig
+from django.core import checks
+from django.core.signals import setting_changed
+
+
+def _reset_on_change(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("REDISLOCK", "CACHES"):
+        from .connection import reset_connections
+
+        reset_connections()
+
+
+class RedisLockConfig(AppConfig):
+    name = "django_redislock"
+    verbose_name = "Redis locks and queues"
+    default_auto_field = "django.db.models.AutoField"
+
+    def ready(self) -> None:
+        from .checks import check_settings
+
+        checks.register(check_settings, "django_redislock")
+        setting_changed.connect(_reset_on_change, dispatch_uid="django_redislock.reset")

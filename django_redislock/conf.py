@@ -1,0 +1,99 @@
+"""The ``REDISLOCK`` setting, read lazily so ``override_settings`` always applies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, Any] = {
+    "CACHE": "default",
+    "URL": None,
+    "CLUSTER": False,
+    "KEY_PREFIX": "redislock",
+    "LOCK_TTL": 15.0,
+    "LOCK_TIMEOUT": 0.0,
+    "LOCK_RETRY_DELAY": 0.1,
+    "REDLOCK_NODES": [],
+    "BUSY_STATUS": 409,
+    "ON_REDIS_ERROR": "fail-closed",
+    "QUEUES": {"default": {}},
+    "SCHEDULE": {},
+}
+
+QUEUE_DEFAULTS: dict[str, Any] = {
+    "LEASE": 300.0,
+    "MAX_ATTEMPTS": 3,
+    "RETRY_BACKOFF": 10.0,
+    "RESULT_TTL": 86400.0,
+}
+
+ON_REDIS_ERROR_CHOICES = ("fail-closed", "fail-open")
+
+
+def user_settings() -> Any:
+    """The raw ``REDISLOCK`` value as written by the user (may be of any type)."""
+    return getattr(settings, "REDISLOCK", {})
+
+
+class Conf:
+    def _get(self, key: str) -> Any:
+        raw = user_settings()
+        if isinstance(raw, dict) and key in raw:
+            return raw[key]
+        return DEFAULTS[key]
+
+    @property
+    def CACHE(self) -> str:
+        return str(self._get("CACHE"))
+
+    @property
+    def URL(self) -> str | None:
+        value = self._get("URL")
+        return None if value is None else str(value)
+
+    @property
+    def CLUSTER(self) -> bool:
+        return bool(self._get("CLUSTER"))
+
+    @property
+    def KEY_PREFIX(self) -> str:
+        return str(self._get("KEY_PREFIX"))
+
+    @property
+    def LOCK_TTL(self) -> float:
+        return float(self._get("LOCK_TTL"))
+
+    @property
+    def LOCK_TIMEOUT(self) -> float:
+        return float(self._get("LOCK_TIMEOUT"))
+
+    @property
+    def LOCK_RETRY_DELAY(self) -> float:
+        return float(self._get("LOCK_RETRY_DELAY"))
+
+    @property
+    def REDLOCK_NODES(self) -> list[str]:
+        return list(self._get("REDLOCK_NODES"))
+
+    @property
+    def BUSY_STATUS(self) -> int:
+        return int(self._get("BUSY_STATUS"))
+
+    @property
+    def ON_REDIS_ERROR(self) -> str:
+        return str(self._get("ON_REDIS_ERROR"))
+
+    @property
+    def QUEUES(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: {**QUEUE_DEFAULTS, **options}
+            for name, options in dict(self._get("QUEUES")).items()
+        }
+
+    @property
+    def SCHEDULE(self) -> dict[str, dict[str, Any]]:
+        return dict(self._get("SCHEDULE"))
+
+
+conf = Conf()

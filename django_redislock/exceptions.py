@@ -1,0 +1,40 @@
+"""Every error django-redislock raises on purpose derives from :class:`RedisLockError`."""
+
+from __future__ import annotations
+
+
+class RedisLockError(Exception):
+    """Base of every error the app raises on purpose."""
+
+
+class RedisUnavailable(RedisLockError):
+    """Redis could not be reached (connection refused, timed out, or lost mid-command)."""
+
+
+class LockError(RedisLockError):
+    """Base of lock errors; ``lock_name`` names the lock concerned."""
+
+    def __init__(self, message: str, lock_name: str | None = None) -> None:
+        super().__init__(message)
+        self.lock_name = lock_name
+
+
+class LockTimeout(LockError):
+    """The lock was not acquired within its timeout."""
+
+
+class LockNotOwned(LockError):
+    """Release or extend of a lock this owner does not hold (any more)."""
+
+
+class ReplicasNotConfirmed(LockError):
+    """The lock was acquired but fewer than ``wait_replicas`` replicas confirmed it; it was
+    released again."""
+
+
+class QueueError(RedisLockError):
+    """Base of queue errors."""
+
+
+class JobNotFound(QueueError):
+    """No job with that id in that queue (or not in the state asked for)."""

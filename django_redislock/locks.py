@@ -1,0 +1,355 @@
+"""``Lock``: a distributed lock on one Redis (standalone, Sentinel or Cluster)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from secrets import token_hex
+from threading import get_ident
+from types import TracebackType
+from typing import Any
+
+from . import keys as _keys
+from . import renewer as _renewer
+from .conf import conf
+from .connection import call, get_redis, is_cluster, run_script
+from .exceptions import LockError, LockNotOwned, LockTimeout, ReplicasNotConfirmed
+from .keys import lock_base, lock_keys, shard_count, validate_name, validate_seconds
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
+from .signals import lock_acquired, lock_busy, lock_lost, lock_released
+
+logger = logging.getLogger(__name__)
+
+
+class Hold:
+    """One owner's hold on a lock."""
+
+    __slots__ = ("count", "fence", "lost", "token")
+
+    def __init__(self, token: str, fence: int) -> None:
+        self.token = token
+        self.fence = fence
+        self.count = 1
+        self.lost = False
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _decode(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class LockBase:
+    """Options, validation and key layout shared by the sync and asyncio locks."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        auto_renew: bool = False,
+        reentrant: bool = False,
+        fair: bool = False,
+        fencing: bool = False,
+        wait_replicas: int = 0,
+        using: str | None = None,
+    ) -> None:
+        self.name = validate_name(name)
+        self.lock_ttl = validate_seconds(
+            conf.LOCK_TTL if ttl is None else ttl, "ttl", allow_zero=False, allow_inf=False
+        )
+        self.timeout = validate_seconds(
+            conf.LOCK_TIMEOUT if timeout is None else timeout,
+            "timeout",
+            allow_zero=True,
+            allow_inf=True,
+        )
+        if not isinstance(wait_replicas, int) or isinstance(wait_replicas, bool):
+            raise TypeError(f"wait_replicas must be an int, not {type(wait_replicas).__name__}.")
+        if wait_replicas < 0:
+            raise ValueError(f"wait_replicas must be >= 0, not {wait_replicas}.")
+        self.auto_renew = bool(auto_renew)
+        self.reentrant = bool(reentrant)
+        self.fair = bool(fair)
+        self.fencing = bool(fencing)
+        self.wait_replicas = wait_replicas
+        self.using = using
+        self.ttl_ms = max(1, round(self.lock_ttl * 1000))
+        self.retry_delay = conf.LOCK_RETRY_DELAY
+        # A waiter's registration outlives a few of its fallback re-checks.
+        self.registration_ms = max(2000, int(self.retry_delay * 4000))
+        self._flags = ("1" if self.fair else "0", "1" if self.fencing else "0")
+        self._holds: dict[Any, Hold] = {}
+        self._client: Any = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} ttl={self.lock_ttl}>"
+
+    def _setup(self, client: Any) -> None:
+        self._base = lock_base(self.name, shard_count(client))
+        self._keys = lock_keys(self._base, self.name)
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._setup(self._connect())
+        return self._client
+
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def base(self) -> str:
+        """The hash-tagged prefix shared by every key of this lock."""
+        if self._client is None:
+            self._setup(self._connect())
+        return self._base
+
+    @property
+    def keys(self) -> tuple[str, str, str, str]:
+        """(lock, waiters, index, fence) keys."""
+        if self._client is None:
+            self._setup(self._connect())
+        return self._keys
+
+    def _acquire_args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
+        return (
+            token, _keys.OWNER, self.ttl_ms, self.name, _now_ms(), *self._flags,
+            self.registration_ms if register else 0, self.base, "1" if queued else "0",
+        )  # fmt: skip
+
+    def _validate_timeout(self, timeout: float | None) -> float:
+        if timeout is None:
+            return self.timeout
+        return validate_seconds(timeout, "timeout", allow_zero=True, allow_inf=True)
+
+    def _fallback_delay(self) -> float:
+        return random.uniform(self.retry_delay / 2, self.retry_delay)
+
+    def _reenter(self, hold: Hold) -> bool:
+        if not self.reentrant:
+            raise LockError(
+                f"Lock {self.name!r} is already held by this owner; pass reentrant=True to "
+                "acquire it again, or release it first.",
+                self.name,
+            )
+        hold.count += 1
+        return True
+
+    def _not_owned(self, action: str) -> LockNotOwned:
+        return LockNotOwned(
+            f"Cannot {action} lock {self.name!r}: this owner does not hold it (any more).",
+            self.name,
+        )
+
+    def _acquired(self, owner: Any, token: str, fence: int) -> Hold:
+        hold = self._holds[owner] = Hold(token, fence)
+        if lock_acquired.receivers:
+            lock_acquired.send(type(self), lock=self, name=self.name, fence=fence or None)
+        return hold
+
+    def _busy(self, timeout: float) -> None:
+        if lock_busy.receivers:
+            lock_busy.send(type(self), lock=self, name=self.name, timeout=timeout)
+
+    def _released(self) -> None:
+        if lock_released.receivers:
+            lock_released.send(type(self), lock=self, name=self.name)
+
+    def lost(self, hold: Hold, where: str) -> None:
+        """Report that ``hold`` turned out to be lost (TTL ran out, or taken over)."""
+        hold.lost = True
+        logger.error(
+            "Lock %r was lost (found by %s): its TTL ran out or it was force-released.",
+            self.name,
+            where,
+        )
+        lock_lost.send(type(self), lock=self, name=self.name)
+
+    def _owns_value(self, hold: Hold | None, value: Any) -> bool:
+        return (
+            hold is not None
+            and not hold.lost
+            and value is not None
+            and _decode(value).startswith(hold.token)
+        )
+
+    def _timeout_error(self, timeout: float) -> LockTimeout:
+        return LockTimeout(f"Lock {self.name!r} was not acquired within {timeout}s.", self.name)
+
+
+class Lock(LockBase):
+    """A distributed lock. ``with Lock("name"):`` acquires (or raises LockTimeout) and
+    releases on exit. See the README for every option."""
+
+    def _connect(self) -> Any:
+        return get_redis(self.using)
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try
+        once, ``math.inf``: forever). Returns whether the lock is now held."""
+        timeout = self._validate_timeout(timeout)
+        owner = get_ident()
+        hold = self._holds.get(owner)
+        if hold is not None:
+            return self._reenter(hold)
+        client = self._client or self.client
+        token = f"{token_hex(8)}|"
+        reply = run_script(
+            client, ACQUIRE, self.keys, self._acquire_args(token, timeout > 0, False)
+        )
+        if type(reply) is not int:
+            reply = self._wait(client, token, timeout, reply[0]) if timeout > 0 else None
+            if reply is None:
+                self._busy(timeout)
+                return False
+        hold = self._acquired(owner, token, reply)
+        if self.wait_replicas:
+            self._confirm_replicas(client, hold)
+        if self.auto_renew:
+            _renewer.renewer.add(self, hold)
+        return True
+
+    def _wait(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
+        """Block until a releasing holder hands the lock over (pushed to our wake-up list), the
+        holder's TTL runs out, or the timeout passes. Returns the fence, or None."""
+        deadline = time.monotonic() + timeout
+        wake = f"{self.base}w:{token}"
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                fence = run_script(client, GIVE_UP, self.keys[:2], (token, self.base))
+                return fence if fence >= 0 else None
+            block = min(remaining, self._fallback_delay())
+            if pttl > 0:
+                block = min(block, pttl / 1000 + 0.001)
+            popped = call(client, "BLPOP", wake, max(block, 0.001))
+            if popped is not None:
+                return int(popped[1])
+            reply = run_script(client, ACQUIRE, self.keys, self._acquire_args(token, True, True))
+            if type(reply) is int:
+                return reply
+            pttl = reply[0]
+
+    def _confirm_replicas(self, client: Any, hold: Hold) -> None:
+        # WAIT counts the writes of its own connection, so re-assert the lock (a write) and
+        # WAIT on one connection, in one round trip.
+        node = client
+        if is_cluster(client):
+            node = client.get_redis_connection(client.get_node_from_key(self.keys[0]))
+        pipe = node.pipeline(transaction=False)
+        pipe.execute_command(
+            "EVAL", EXTEND.source, 2, self.keys[0], self.keys[2],
+            hold.token, self.ttl_ms, self.name, _now_ms(),
+        )  # fmt: skip
+        pipe.execute_command("WAIT", self.wait_replicas, max(1, min(self.ttl_ms // 3, 2000)))
+        extended, acked = pipe.execute()
+        if extended and acked >= self.wait_replicas:
+            return
+        with contextlib.suppress(LockNotOwned):
+            self.release()
+        raise ReplicasNotConfirmed(
+            f"Lock {self.name!r}: only {acked} of {self.wait_replicas} replicas confirmed the "
+            "acquisition in time, so it was released again.",
+            self.name,
+        )
+
+    def release(self) -> None:
+        """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
+        not hold it any more."""
+        owner = get_ident()
+        hold = self._holds.get(owner)
+        if hold is None:
+            raise self._not_owned("release")
+        if hold.count > 1:
+            hold.count -= 1
+            return
+        del self._holds[owner]
+        if self.auto_renew:
+            _renewer.renewer.discard(hold)
+        reply = run_script(
+            self.client, RELEASE, self.keys, (hold.token, self.name, _now_ms(), self.base)
+        )
+        if not reply:
+            if not hold.lost:
+                self.lost(hold, "release")
+            raise self._not_owned("release")
+        self._released()
+
+    def extend(self, ttl: float | None = None) -> None:
+        """Reset the remaining TTL to ``ttl`` seconds (default: the lock's ttl)."""
+        ttl_ms = self.ttl_ms
+        if ttl is not None:
+            ttl_ms = max(
+                1, round(validate_seconds(ttl, "ttl", allow_zero=False, allow_inf=False) * 1000)
+            )
+        hold = self._holds.get(get_ident())
+        if hold is None:
+            raise self._not_owned("extend")
+        reply = run_script(
+            self.client,
+            EXTEND,
+            (self.keys[0], self.keys[2]),
+            (hold.token, ttl_ms, self.name, _now_ms()),
+        )
+        if not reply:
+            if not hold.lost:
+                self.lost(hold, "extend")
+            raise self._not_owned("extend")
+
+    def locked(self) -> bool:
+        """Whether anybody holds the lock."""
+        return bool(call(self.client, "EXISTS", self.keys[0]))
+
+    def owned(self) -> bool:
+        """Whether this owner (thread) holds the lock, as Redis sees it now."""
+        hold = self._holds.get(get_ident())
+        if hold is None or hold.lost:
+            return False
+        return self._owns_value(hold, call(self.client, "GET", self.keys[0]))
+
+    def ttl(self) -> float | None:
+        """Seconds left before the lock expires, None when nobody holds it."""
+        pttl = call(self.client, "PTTL", self.keys[0])
+        return pttl / 1000 if pttl >= 0 else None
+
+    @property
+    def fence(self) -> int | None:
+        """This owner's fencing token (strictly increasing per name), when ``fencing=True``."""
+        hold = self._holds.get(get_ident())
+        return hold.fence if hold is not None and self.fencing else None
+
+    @classmethod
+    def force_release(cls, name: str, using: str | None = None) -> bool:
+        """Free lock ``name`` whoever holds it (an operator's escape hatch). The next waiter,
+        if any, gets it at once. Returns whether a lock was held."""
+        lock = cls(name, ttl=1, using=using)
+        client = lock.client
+        reply = run_script(client, RELEASE, lock.keys, ("", lock.name, _now_ms(), lock.base))
+        if reply:
+            logger.warning("Lock %r was force-released.", name)
+        return bool(reply)
+
+    def __enter__(self) -> Lock:
+        if not self.acquire():
+            raise self._timeout_error(self.timeout)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self.release()
+        except LockNotOwned:
+            if exc is None:
+                raise
+            # Keep the body's own exception; the loss was logged and signalled.

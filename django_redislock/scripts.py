@@ -1,0 +1,180 @@
+"""Every Lua script the app runs, one constant each, with what KEYS, ARGV and the reply are.
+
+Key layout of one lock (``base`` = ``<prefix>:{L<shard>}:``, so every key of a lock, its
+shard's index included, shares one hash tag and every script runs on Redis Cluster):
+
+    base l:<name>    string  the lock: "<token>|<acquired ms>|<pid>|<host>", with a PX TTL
+    base q:<name>    zset    waiters: token -> arrival number (FIFO)
+    base f:<name>    string  fencing counter (INCR; never expires, so tokens never repeat)
+    base a:<token>   string  a waiter's registration: "<ttl ms>|<fencing 0/1>|<pid>|<host>"
+                             with a short PX; a waiter that dies simply lets it lapse
+    base w:<token>   list    a waiter's wake-up: the releaser pushes the fence it handed over
+    base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN
+
+A token argument always ends with "|", so comparing it with the start of the lock value is
+an exact token match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import NamedTuple
+
+
+class LuaScript(NamedTuple):
+    name: str
+    source: str
+    sha: str
+
+
+def _script(name: str, source: str) -> LuaScript:
+    return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+# Shared by the scripts that free a lock. Gives the free lock straight to the oldest waiter
+# that is still alive, pushes its fence to that waiter's wake-up list (which unblocks its
+# BLPOP) and returns its token, or false when no live waiter is left. Dead waiters met on
+# the way are dropped; the loop is bounded so a script never runs long.
+_HANDOFF = """
+local function handoff(lock, waiters, index, fence, name, base, now)
+  for _ = 1, 64 do
+    local head = redis.call('ZRANGE', waiters, 0, 0)[1]
+    if not head then return false end
+    redis.call('ZREM', waiters, head)
+    local reg = redis.call('GET', base .. 'a:' .. head)
+    if reg then
+      redis.call('DEL', base .. 'a:' .. head)
+      local ttl, fencing, ident = string.match(reg, '^(%d+)|(%d)|(.*)$')
+      local f = 0
+      if fencing == '1' then f = redis.call('INCR', fence) end
+      redis.call('SET', lock, head .. now .. '|' .. ident, 'PX', ttl)
+      redis.call('ZADD', index, now + tonumber(ttl), name)
+      redis.call('RPUSH', base .. 'w:' .. head, f)
+      redis.call('PEXPIRE', base .. 'w:' .. head, ttl)
+      return head
+    end
+  end
+  return false
+end
+"""
+
+# KEYS[1] lock  KEYS[2] waiters  KEYS[3] index  KEYS[4] fence counter
+# ARGV[1] token ("<hex>|")  ARGV[2] owner "<pid>|<host>"  ARGV[3] ttl ms  ARGV[4] name
+# ARGV[5] now ms  ARGV[6] fair "0"/"1"  ARGV[7] fencing "0"/"1"
+# ARGV[8] waiter registration ms (0: try once, do not queue)  ARGV[9] key base
+# ARGV[10] "1" when this caller queued before (so its registration must be cleaned up)
+# Reply: an integer >= 0 when the caller now holds the lock (its fence; 0 without fencing),
+#        or {pttl} when the lock is busy (the caller is queued when ARGV[8] > 0).
+ACQUIRE = _script(
+    "acquire",
+    _HANDOFF
+    + """
+local lock, waiters, index, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local tok, owner, ttl, name, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local fencing, base = ARGV[7], ARGV[9]
+
+local function take()
+  if not redis.call('SET', lock, tok .. now .. '|' .. owner, 'NX', 'PX', ttl) then
+    return nil
+  end
+  redis.call('ZADD', index, now + tonumber(ttl), name)
+  if ARGV[10] == '1' then
+    redis.call('ZREM', waiters, tok)
+    redis.call('DEL', base .. 'a:' .. tok, base .. 'w:' .. tok)
+  end
+  if fencing == '1' then return redis.call('INCR', fence) end
+  return 0
+end
+
+if ARGV[6] == '0' or redis.call('EXISTS', waiters) == 0 then
+  local got = take()
+  if got then return got end
+end
+
+local current = redis.call('GET', lock)
+if current then
+  if string.sub(current, 1, #tok) == tok then
+    -- Handed to this caller while it was not blocked on its wake-up list.
+    return tonumber(redis.call('LPOP', base .. 'w:' .. tok) or '0')
+  end
+else
+  -- Free, but (fair mode) waiters are queued: the oldest live one gets it.
+  local winner = handoff(lock, waiters, index, fence, name, base, now)
+  if winner == tok then
+    return tonumber(redis.call('LPOP', base .. 'w:' .. tok) or '0')
+  end
+  if not winner then
+    local got = take()
+    if got then return got end
+  end
+end
+
+local reg_ms = tonumber(ARGV[8])
+if reg_ms > 0 then
+  local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
+  redis.call('ZADD', waiters, 'NX', (tonumber(last) or 0) + 1, tok)
+  redis.call('PEXPIRE', waiters, reg_ms * 2)
+  redis.call('SET', base .. 'a:' .. tok, ttl .. '|' .. fencing .. '|' .. owner, 'PX', reg_ms)
+end
+return {redis.call('PTTL', lock)}
+""",
+)
+
+# KEYS[1] lock  KEYS[2] waiters  KEYS[3] index  KEYS[4] fence counter
+# ARGV[1] token ("<hex>|"), or "" to free the lock whoever holds it (force release)
+# ARGV[2] name  ARGV[3] now ms  ARGV[4] key base
+# Reply: 0 when the token does not hold the lock (or, forced, nothing was held and nobody
+#        waited), 1 when freed, 2 when handed straight to a waiter.
+RELEASE = _script(
+    "release",
+    _HANDOFF
+    + """
+local lock, waiters, index = KEYS[1], KEYS[2], KEYS[3]
+local current = redis.call('GET', lock)
+if ARGV[1] ~= '' then
+  if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
+end
+redis.call('DEL', lock)
+if redis.call('EXISTS', waiters) == 1 and
+   handoff(lock, waiters, index, KEYS[4], ARGV[2], ARGV[4], tonumber(ARGV[3])) then
+  return 2
+end
+redis.call('ZREM', index, ARGV[2])
+if current then return 1 end
+return 0
+""",
+)
+
+# KEYS[1] lock  KEYS[2] index
+# ARGV[1] token  ARGV[2] new ttl ms  ARGV[3] name  ARGV[4] now ms
+# Reply: 1 when extended, 0 when the token does not hold the lock (any more).
+EXTEND = _script(
+    "extend",
+    """
+local current = redis.call('GET', KEYS[1])
+if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[4]) + tonumber(ARGV[2]), ARGV[3])
+return 1
+""",
+)
+
+# A waiter stops waiting (timed out). Leaves the queue atomically, so a hand-off cannot go
+# to it any more; if one already did, the caller keeps the lock.
+# KEYS[1] lock  KEYS[2] waiters
+# ARGV[1] token  ARGV[2] key base
+# Reply: the fence (>= 0) when the lock was handed to the caller meanwhile, else -1.
+GIVE_UP = _script(
+    "give_up",
+    """
+local tok, base = ARGV[1], ARGV[2]
+redis.call('ZREM', KEYS[2], tok)
+redis.call('DEL', base .. 'a:' .. tok)
+local current = redis.call('GET', KEYS[1])
+if current and string.sub(current, 1, #tok) == tok then
+  return tonumber(redis.call('LPOP', base .. 'w:' .. tok) or '0')
+end
+redis.call('DEL', base .. 'w:' .. tok)
+return -1
+""",
+)

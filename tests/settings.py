@@ -1,0 +1,32 @@
+import os
+import tempfile
+
+import fakeredis
+
+SECRET_KEY = "django-redislock-tests"
+DEBUG = False
+USE_TZ = True
+ROOT_URLCONF = "tests.urls"
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django_redislock",
+    "tests",
+]
+# A file, not :memory:, so that child processes forked by the tests share the test database.
+_DB = os.path.join(tempfile.gettempdir(), f"django-redislock-tests-{os.getpid()}.sqlite3")
+DATABASES = {
+    "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": _DB, "TEST": {"NAME": _DB}}
+}
+CACHES = {
+    # fakeredis behind django-redis: the fast backend, through the CACHE code path.
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": "redis://fakeredis:6379/0",
+        "OPTIONS": {"CONNECTION_POOL_KWARGS": {"connection_class": fakeredis.FakeRedisConnection}},
+    },
+    "locmem": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+}
+REDISLOCK = {"CACHE": "default"}
+LOGGING_CONFIG = None
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"

@@ -1,0 +1,166 @@
+"""Real OS processes against a real redis-server and a real Redis Cluster: races, crashes
+(SIGKILL) and stalls (SIGSTOP) are the real thing here."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from django_redislock import Lock, get_redis
+from django_redislock.exceptions import LockNotOwned
+from django_redislock.fencing import fenced_update
+from tests.models import Account
+
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
+COUNTER = "test:{counter}"
+
+
+def increment(times: int, locked: bool, fair: bool) -> None:
+    client = get_redis()
+    lock = Lock("counter", ttl=5, timeout=math.inf, fair=fair)
+    for _ in range(times):
+        if locked:
+            lock.acquire()
+        value = int(client.get(COUNTER) or 0)
+        client.set(COUNTER, value + 1)
+        if locked:
+            lock.release()
+
+
+@pytest.mark.parametrize("fair", [False, True], ids=["plain", "fair"])
+def test_eight_processes_increment_exactly(real_backend, processes, fair):
+    for _ in range(8):
+        processes.start(increment, 500, True, fair)
+    processes.join_all(120)
+    assert int(real_backend.client.get(COUNTER)) == 4000
+
+
+def test_control_without_the_lock_updates_are_lost(real_backend, processes):
+    # Proves the counter test can fail: the same work unguarded loses increments.
+    for _ in range(8):
+        processes.start(increment, 500, False, False)
+    processes.join_all(120)
+    assert int(real_backend.client.get(COUNTER)) < 4000
+
+
+def hold_forever(name: str, ttl: float, held: Any) -> None:
+    Lock(name, ttl=ttl).acquire()
+    held.set()
+    while True:
+        time.sleep(1)
+
+
+def acquire_and_report(name: str, timeout: float, ttl: float, results: Any, tag: Any) -> None:
+    lock = Lock(name, ttl=ttl, timeout=timeout)
+    got = lock.acquire()
+    results.put((tag, got, time.time()))
+    if got:
+        lock.release()
+
+
+def test_sigkilled_holder_blocks_others_at_most_its_ttl(real_backend, processes):
+    ttl = 1.0
+    held, results = processes.event(), processes.queue()
+    holder = processes.start(hold_forever, "crash", ttl, held)
+    assert held.wait(10)
+    processes.start(acquire_and_report, "crash", 10, 5, results, "waiter")
+    time.sleep(0.1)
+    killed_at = time.time()
+    os.kill(holder.pid, signal.SIGKILL)
+    _tag, got, at = results.get(timeout=10)
+    assert got
+    assert at - killed_at <= ttl + 0.2
+
+
+def stalled_holder(account_pk: int, fences: Any, go: Any, results: Any) -> None:
+    lock = Lock("stall", ttl=0.5, fencing=True)
+    lock.acquire()
+    fence = lock.fence
+    fences.put(fence)
+    go.wait()  # SIGSTOPped here, far past its TTL
+    outcome = {}
+    for action in ("release", "extend"):
+        try:
+            getattr(lock, action)()
+            outcome[action] = "ok"
+        except LockNotOwned:
+            outcome[action] = "LockNotOwned"
+    rows = Account.objects.filter(pk=account_pk)
+    outcome["write"] = fenced_update(rows, fence, balance=-1)
+    results.put(outcome)
+
+
+def test_sigstopped_holder_past_its_ttl_is_refused_everywhere(real_backend, processes):
+    account = Account.objects.create(balance=100)
+    fences, go, results = processes.queue(), processes.event(), processes.queue()
+    stale = processes.start(stalled_holder, account.pk, fences, go, results)
+    stale_fence = fences.get(timeout=10)
+    os.kill(stale.pid, signal.SIGSTOP)
+    time.sleep(0.7)
+    new = Lock("stall", ttl=10, fencing=True)
+    assert new.acquire(0)
+    assert new.fence > stale_fence
+    assert fenced_update(Account.objects.filter(pk=account.pk), new.fence, balance=50) == 1
+    value = real_backend.client.get(new.keys[0])
+    os.kill(stale.pid, signal.SIGCONT)
+    go.set()
+    outcome = results.get(timeout=10)
+    assert outcome == {"release": "LockNotOwned", "extend": "LockNotOwned", "write": 0}
+    assert real_backend.client.get(new.keys[0]) == value
+    assert new.ttl() > 9
+    account.refresh_from_db()
+    assert (account.balance, account.fence) == (50, new.fence)
+    new.release()
+
+
+def fair_waiter(tag: Any, ttl: float, timeout: float) -> None:
+    lock = Lock("fair", ttl=ttl, fair=True, timeout=timeout)
+    got = lock.acquire()
+    if got:
+        get_redis().rpush("test:{fair}:order", tag)
+        lock.release()
+
+
+def queued(backend: Any, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while backend.client.zcard(Lock("fair").keys[1]) < count:
+        assert time.monotonic() < deadline, f"{count} waiters never queued"
+        time.sleep(0.005)
+
+
+def test_fair_processes_acquire_in_arrival_order(real_backend, processes):
+    holder = Lock("fair", ttl=30, fair=True)
+    holder.acquire()
+    for i in range(10):
+        processes.start(fair_waiter, i, 10, 30)
+        queued(real_backend, i + 1)
+    holder.release()
+    processes.join_all(30)
+    order = [int(x) for x in real_backend.client.lrange("test:{fair}:order", 0, -1)]
+    assert order == list(range(10))
+
+
+def test_fair_waiters_that_gave_up_or_died_do_not_stall_the_line(real_backend, processes):
+    holder = Lock("fair", ttl=30, fair=True)
+    holder.acquire()
+    impatient = processes.start(fair_waiter, "impatient", 5, 0.3)
+    queued(real_backend, 1)
+    doomed = processes.start(fair_waiter, "doomed", 0.5, 30)
+    queued(real_backend, 2)
+    processes.start(fair_waiter, "patient", 5, 30)
+    queued(real_backend, 3)
+    impatient.join(5)
+    assert impatient.exitcode == 0
+    os.kill(doomed.pid, signal.SIGKILL)
+    released_at = time.monotonic()
+    holder.release()
+    deadline = released_at + 0.5 + 0.3  # the dead waiter may get the lock for its TTL (0.5 s)
+    while not real_backend.client.lrange("test:{fair}:order", 0, -1):
+        assert time.monotonic() < deadline, "the line stalled behind a dead waiter"
+        time.sleep(0.005)
+    assert real_backend.client.lrange("test:{fair}:order", 0, -1) == [b"patient"]
