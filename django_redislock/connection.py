@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -11,7 +13,7 @@ import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from redis.cluster import RedisCluster
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ReadOnlyError
 
 from .conf import conf
 from .exceptions import RedisUnavailable
@@ -20,6 +22,8 @@ from .scripts import LuaScript
 Client: TypeAlias = "redis.Redis | RedisCluster"
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError)
+# A dedicated connection unused for this long is checked for a server-side close first.
+IDLE_CHECK_SECONDS = 1.0
 
 _clients: dict[str | None, Any] = {}
 _clients_lock = threading.Lock()
@@ -76,20 +80,101 @@ def _from_url(url: str, *, cluster: bool) -> Any:
     return redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
 
 
+class _Dedicated:
+    """A connection a thread keeps for its lock commands. Lock operations are latency-bound
+    (a hand-off is one round trip), so they skip the pool's checkout, its readiness poll and
+    the response callbacks. Given back to the pool when the thread ends."""
+
+    __slots__ = ("conn", "pool", "used")
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self.conn = pool.get_connection()
+        self.used = time.monotonic()
+
+    def __del__(self) -> None:
+        # Exceptions: interpreter shutdown, or a pool reset after a fork.
+        with contextlib.suppress(Exception):
+            self.pool.release(self.conn)
+
+    def execute(self, args: tuple[Any, ...]) -> Any:
+        conn = self.conn
+        now = time.monotonic()
+        if now - self.used > IDLE_CHECK_SECONDS:
+            self._drop_if_stale()
+        self.used = now
+        try:
+            conn.send_packed_command(conn.pack_command(*args), check_health=False)
+            return conn.read_response()
+        except ReadOnlyError as exc:
+            conn.disconnect()  # a failover made this server a replica; reconnect next time
+            raise RedisUnavailable(f"Redis is read-only, failing over? ({exc})") from exc
+        except redis.ResponseError:
+            raise
+        except (*UNAVAILABLE, OSError) as exc:
+            conn.disconnect()
+            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+        except BaseException:
+            conn.disconnect()  # interrupted mid-reply: the stream is out of step
+            raise
+
+    def _drop_if_stale(self) -> None:
+        # The server may have closed an idle connection (its `timeout`); readable data on an
+        # idle connection means EOF or junk either way.
+        try:
+            if self.conn._sock is not None and self.conn.can_read():
+                self.conn.disconnect()
+        except (*UNAVAILABLE, OSError):
+            self.conn.disconnect()
+
+
+class _ThreadConnections(threading.local):
+    def __init__(self) -> None:
+        self.by_pool: dict[int, _Dedicated] = {}
+
+
+_threads = _ThreadConnections()
+
+
+def _reset_threads() -> None:
+    global _threads
+    _threads = _ThreadConnections()
+
+
+os.register_at_fork(after_in_child=_reset_threads)
+
+
+def _dedicated(client: Any) -> _Dedicated | None:
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:  # Redis Cluster: redis-py routes each command to its node
+        return None
+    held = _threads.by_pool.get(id(pool))
+    if held is None or held.pool is not pool:
+        try:
+            held = _threads.by_pool[id(pool)] = _Dedicated(pool)
+        except (*UNAVAILABLE, OSError) as exc:
+            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+    return held
+
+
+def _execute(client: Any, args: tuple[Any, ...]) -> Any:
+    held = _dedicated(client)
+    if held is not None:
+        return held.execute(args)
+    try:
+        return client.execute_command(*args)
+    except UNAVAILABLE as exc:
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+
+
 def run_script(client: Any, script: LuaScript, keys: Sequence[Any], args: Sequence[Any]) -> Any:
     """Run a Lua script in one round trip (loading it first only when the server lacks it)."""
     try:
-        try:
-            return client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return client.execute_command("EVAL", script.source, len(keys), *keys, *args)
-    except UNAVAILABLE as exc:
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+        return _execute(client, ("EVALSHA", script.sha, len(keys), *keys, *args))
+    except NoScriptError:
+        return _execute(client, ("EVAL", script.source, len(keys), *keys, *args))
 
 
-def call(client: Any, *args: Any, **options: Any) -> Any:
-    """One plain Redis command, with connection failures raised as RedisUnavailable."""
-    try:
-        return client.execute_command(*args, **options)
-    except UNAVAILABLE as exc:
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+def call(client: Any, *args: Any) -> Any:
+    """One plain Redis command (raw reply), with connection failures as RedisUnavailable."""
+    return _execute(client, args)

@@ -46,3 +46,53 @@ def test_lock_using_another_redis(settings, redis_server):
     with lock:
         assert redis_server.client().exists(lock.keys[0])
         assert not get_redis().exists(lock.keys[0])
+
+
+def test_a_connection_closed_by_the_server_is_replaced(settings, redis_server, monkeypatch):
+    from django_redislock import connection
+
+    monkeypatch.setattr(connection, "IDLE_CHECK_SECONDS", 0.0)
+    settings.REDISLOCK = {"URL": redis_server.url}
+    with Lock("idle", ttl=5):
+        pass
+    redis_server.client().client_kill_filter(_type="normal", skipme=True)
+    with Lock("idle", ttl=5) as lock:  # the lock's own connection was killed meanwhile
+        assert lock.owned()
+
+
+def test_redis_restart_then_locks_work_again(settings, processes):
+    from django_redislock.exceptions import RedisUnavailable
+    from django_redislock.testing import RedisServer
+
+    with RedisServer() as server:
+        settings.REDISLOCK = {"URL": server.url}
+        with Lock("restart", ttl=5):
+            pass
+        server.stop()
+        with pytest.raises(RedisUnavailable):
+            Lock("restart", ttl=5).acquire()
+        server.start()
+        with Lock("restart", ttl=5) as lock:
+            assert lock.owned()
+
+
+def test_threads_that_end_give_their_connection_back(settings, redis_server):
+    import gc
+    import threading
+
+    settings.REDISLOCK = {"URL": f"{redis_server.url}?max_connections=2"}
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            with Lock("pool", ttl=5):
+                pass
+        except BaseException as exc:
+            errors.append(exc)
+
+    for _ in range(6):  # more threads than the pool has connections
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+        gc.collect()
+    assert errors == []

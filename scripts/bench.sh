@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs one benchmark (locks, ...) in the project's virtualenv, installing what it needs.
+#   bash scripts/bench.sh locks [--quick]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh bench
+name=${1:?usage: scripts/bench.sh NAME [args]}
+shift
+exec "$VENV/bin/python" "benchmarks/$name.py" "$@"
