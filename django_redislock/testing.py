@@ -134,13 +134,18 @@ class RedisServer:
 
 
 class RedisClusterServers:
-    """A Redis Cluster of ``masters`` masters (no replicas) on loopback, slots split evenly."""
+    """A Redis Cluster on loopback: ``masters`` masters with the slots split evenly, each with
+    ``replicas`` replicas."""
 
-    def __init__(self, masters: int = 3) -> None:
+    def __init__(self, masters: int = 3, replicas: int = 0) -> None:
+        self.masters = masters
         self.servers = [
-            RedisServer("--cluster-enabled", "yes", "--cluster-node-timeout", "5000")
-            for _ in range(masters)
-        ]
+            RedisServer(
+                "--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
+                "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
+            )
+            for _ in range(masters * (1 + replicas))
+        ]  # fmt: skip
 
     @property
     def url(self) -> str:
@@ -151,14 +156,26 @@ class RedisClusterServers:
             server.start()
         clients = [server.client() for server in self.servers]
         count = len(clients)
-        for i, client in enumerate(clients):
-            first, last = CLUSTER_SLOTS * i // count, CLUSTER_SLOTS * (i + 1) // count
+        for i, client in enumerate(clients[: self.masters]):
+            first = CLUSTER_SLOTS * i // self.masters
+            last = CLUSTER_SLOTS * (i + 1) // self.masters
             client.execute_command("CLUSTER ADDSLOTS", *range(first, last))  # type: ignore[no-untyped-call]
         # Every node meets every other: no waiting for gossip to spread the news.
         for client in clients:
             for server in self.servers:
                 client.execute_command("CLUSTER MEET", "127.0.0.1", server.port)  # type: ignore[no-untyped-call]
         deadline = time.monotonic() + timeout
+        ids = [client.execute_command("CLUSTER MYID") for client in clients]  # type: ignore[no-untyped-call]
+        for i, client in enumerate(clients[self.masters :]):
+            master_id = ids[i % self.masters]
+            while True:  # a node can replicate a master only once it knows it
+                try:
+                    client.execute_command("CLUSTER REPLICATE", master_id)  # type: ignore[no-untyped-call]
+                    break
+                except redis.ResponseError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
         while not all(self._ready(client, count) for client in clients):
             if time.monotonic() > deadline:
                 raise RuntimeError("The test Redis Cluster did not converge in time.")
@@ -170,9 +187,12 @@ class RedisClusterServers:
     @staticmethod
     def _ready(client: redis.Redis, count: int) -> bool:
         fields: dict[str, str] = client.execute_command("CLUSTER INFO")  # type: ignore[no-untyped-call]
-        return fields.get("cluster_state") == "ok" and fields.get("cluster_known_nodes") == str(
-            count
-        )
+        if fields.get("cluster_state") != "ok" or fields.get("cluster_known_nodes") != str(count):
+            return False
+        replication = client.info("replication")
+        if replication["role"] == "slave":
+            return bool(replication["master_link_status"] == "up")
+        return True
 
     def cleanup(self) -> None:
         for server in self.servers:
