@@ -12,8 +12,8 @@ from .connection import UNAVAILABLE, get_redis
 from .exceptions import RedisUnavailable
 from .keys import lock_keys, shard_base, shard_count
 
-# Index entries whose expiry passed this long ago are certainly dead. The margin keeps a
-# live lock listed when app servers' clocks disagree a little.
+# Index entries whose expiry passed this long ago are deleted. The margin keeps an entry
+# whose writer's clock ran a little behind until its lock has surely expired.
 STALE_MARGIN_MS = 60_000
 SCAN_COUNT = 5000
 
@@ -60,20 +60,21 @@ def list_locks(
 
 def _list(client: Any, prefix: str, offset: int, limit: int) -> LockPage:
     bases = [shard_base(s) for s in range(shard_count(client))]
-    floor = int(time.time() * 1000) - STALE_MARGIN_MS
+    now = int(time.time() * 1000)
     pipe = client.pipeline(transaction=False)
     for base in bases:
-        pipe.zremrangebyscore(f"{base}index", "-inf", f"({floor}")
+        pipe.zremrangebyscore(f"{base}index", "-inf", f"({now - STALE_MARGIN_MS}")
         if not prefix:
-            pipe.zcount(f"{base}index", floor, "+inf")
-            pipe.zrangebyscore(f"{base}index", floor, "+inf", 0, offset + limit, withscores=True)
+            pipe.zcount(f"{base}index", now, "+inf")
+            pipe.zrangebyscore(f"{base}index", now, "+inf", 0, offset + limit, withscores=True)
     replies = pipe.execute()
     candidates: list[tuple[float, str, str]] = []
     if prefix:
         match = _glob_escape(prefix) + "*"
         for base in bases:
             for name, score in client.zscan_iter(f"{base}index", match=match, count=SCAN_COUNT):
-                candidates.append((score, _text(name), base))
+                if score >= now:
+                    candidates.append((score, _text(name), base))
         total = len(candidates)
     else:
         total = sum(replies[1::3])

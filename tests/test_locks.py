@@ -368,3 +368,18 @@ def test_redis_unreachable_is_a_clear_error(backend, settings):
     with pytest.raises(RedisUnavailable, match="unreachable"):
         lock.acquire()
     assert isinstance(RedisUnavailable("x"), RedisLockError)
+
+
+def test_listing_leaves_out_locks_that_expired_without_release(backend):
+    Lock("gone:1", ttl=0.1).acquire()
+    Lock("gone:2", ttl=30).acquire()
+    time.sleep(0.2)
+    assert [i.name for i in list_locks().locks] == ["gone:2"]
+    assert list_locks().total == 1
+    assert list_locks("gone:").total == 1
+
+
+def test_listing_prefix_is_literal_not_a_pattern(backend):
+    Lock("a*b", ttl=30).acquire()
+    Lock("axb", ttl=30).acquire()
+    assert [i.name for i in list_locks("a*").locks] == ["a*b"]
