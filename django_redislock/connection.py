@@ -46,8 +46,10 @@ def get_redis(using: str | None = None) -> Any:
 
 def reset_connections() -> None:
     """Forget every client, so the next ``get_redis`` reads the settings again."""
+    global _generation
     with _clients_lock:
         _clients.clear()
+        _generation += 1
 
 
 os.register_at_fork(after_in_child=_clients.clear)
@@ -128,9 +130,16 @@ class _Dedicated:
             self.conn.disconnect()
 
 
+# Pools at least this large count as unbounded (redis-py's default is 2**31): only from
+# those does a thread keep a connection, so lock traffic can never starve a bounded pool.
+UNBOUNDED_POOL = 2**20
+_generation = 0
+
+
 class _ThreadConnections(threading.local):
     def __init__(self) -> None:
-        self.by_pool: dict[int, _Dedicated] = {}
+        self.by_pool: dict[int, _Dedicated | None] = {}
+        self.generation = _generation
 
 
 _threads = _ThreadConnections()
@@ -145,15 +154,25 @@ os.register_at_fork(after_in_child=_reset_threads)
 
 
 def _dedicated(client: Any) -> _Dedicated | None:
+    """This thread's connection for ``client``, or None to use the client as it is (Redis
+    Cluster routes each command to its node; a bounded pool must not be held from)."""
+    threads = _threads
+    if threads.generation != _generation:  # settings changed: give old connections back
+        threads.by_pool.clear()
+        threads.generation = _generation
     pool = getattr(client, "connection_pool", None)
-    if pool is None:  # Redis Cluster: redis-py routes each command to its node
+    key = id(pool)
+    if key in threads.by_pool:
+        held = threads.by_pool[key]
+        if held is None or held.pool is pool:
+            return held
+    if pool is None or getattr(pool, "max_connections", 0) < UNBOUNDED_POOL:
+        threads.by_pool[key] = None
         return None
-    held = _threads.by_pool.get(id(pool))
-    if held is None or held.pool is not pool:
-        try:
-            held = _threads.by_pool[id(pool)] = _Dedicated(pool)
-        except (*UNAVAILABLE, OSError) as exc:
-            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+    try:
+        held = threads.by_pool[key] = _Dedicated(pool)
+    except (*UNAVAILABLE, OSError) as exc:
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
     return held
 
 

@@ -72,11 +72,13 @@ def _owner_ident() -> str:
 
 
 OWNER = _owner_ident()
+PID = os.getpid()
 
 
 def _after_fork() -> None:
-    global OWNER
+    global OWNER, PID
     OWNER = _owner_ident()
+    PID = os.getpid()
 
 
 os.register_at_fork(after_in_child=_after_fork)

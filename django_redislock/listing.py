@@ -88,18 +88,17 @@ def _list(client: Any, prefix: str, offset: int, limit: int) -> LockPage:
 def _describe(client: Any, page: list[tuple[float, str, str]]) -> list[LockInfo]:
     pipe = client.pipeline(transaction=False)
     for _, name, base in page:
-        lock, waiters, _, fence = lock_keys(base, name)
+        lock, waiters, _, _ = lock_keys(base, name)
         pipe.get(lock)
         pipe.pttl(lock)
         pipe.zcard(waiters)
-        pipe.get(fence)
     replies = pipe.execute()
     infos = []
     for i, (_, name, _) in enumerate(page):
-        value, pttl, waiters, fence = replies[4 * i : 4 * i + 4]
+        value, pttl, waiters = replies[3 * i : 3 * i + 3]
         if value is None:
             continue  # expired between the two reads
-        _token, acquired_ms, pid, host = _text(value).split("|", 3)
+        _token, acquired_ms, fence, pid, host = _text(value).split("|", 4)
         infos.append(
             LockInfo(
                 name=name,
@@ -107,7 +106,7 @@ def _describe(client: Any, page: list[tuple[float, str, str]]) -> list[LockInfo]
                 pid=int(pid),
                 acquired_at=datetime.fromtimestamp(int(acquired_ms) / 1000, tz=timezone.utc),
                 ttl=max(pttl, 0) / 1000,
-                fence=None if fence is None else int(fence),
+                fence=int(fence) or None,
                 waiters=int(waiters),
             )
         )

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import random
 import time
+import weakref
 from secrets import token_hex
 from threading import get_ident
 from types import TracebackType
@@ -15,7 +16,12 @@ from . import keys as _keys
 from . import renewer as _renewer
 from .conf import conf
 from .connection import call, get_redis, is_cluster, run_script
-from .exceptions import LockError, LockNotOwned, LockTimeout, ReplicasNotConfirmed
+from .exceptions import (
+    LockError,
+    LockNotOwned,
+    LockTimeout,
+    ReplicasNotConfirmed,
+)
 from .keys import lock_base, lock_keys, shard_count, validate_name, validate_seconds
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 from .signals import lock_acquired, lock_busy, lock_lost, lock_released
@@ -26,13 +32,21 @@ logger = logging.getLogger(__name__)
 class Hold:
     """One owner's hold on a lock."""
 
-    __slots__ = ("count", "fence", "lost", "token")
+    __slots__ = ("__weakref__", "count", "fence", "lost", "token")
 
     def __init__(self, token: str, fence: int) -> None:
         self.token = token
         self.fence = fence
         self.count = 1
         self.lost = False
+
+
+# Every hold in this process. A reentrant lock is owned by its thread (or task), so its key is
+# (process, thread, connection, name) and any instance re-enters; any other lock is owned by
+# its instance within the thread. The process id keeps a forked child from inheriting its
+# parent's holds. Values are weak: each Lock keeps its own holds alive, so a lock acquired
+# and left to expire leaves nothing behind once its instance is gone.
+_holds: weakref.WeakValueDictionary[tuple[Any, ...], Hold] = weakref.WeakValueDictionary()
 
 
 def _now_ms() -> int:
@@ -81,10 +95,11 @@ class LockBase:
         self.using = using
         self.ttl_ms = max(1, round(self.lock_ttl * 1000))
         self.retry_delay = conf.LOCK_RETRY_DELAY
-        # A waiter's registration outlives a few of its fallback re-checks.
-        self.registration_ms = max(2000, int(self.retry_delay * 4000))
+        # A waiter's registration outlives several of its fallback re-checks; a waiter that
+        # dies drops out of the queue when it lapses.
+        self.registration_ms = max(500, int(self.retry_delay * 5000))
         self._flags = ("1" if self.fair else "0", "1" if self.fencing else "0")
-        self._holds: dict[Any, Hold] = {}
+        self._mine: dict[tuple[Any, ...], Hold] = {}
         self._client: Any = None
 
     def __repr__(self) -> str:
@@ -132,7 +147,19 @@ class LockBase:
     def _fallback_delay(self) -> float:
         return random.uniform(self.retry_delay / 2, self.retry_delay)
 
-    def _reenter(self, hold: Hold) -> bool:
+    def _owner(self, task: Any) -> tuple[Any, ...]:
+        if self.reentrant:
+            return (_keys.PID, task, self.using, self.name)
+        return (_keys.PID, task, id(self))
+
+    def _forget(self, owner: tuple[Any, ...]) -> Hold | None:
+        hold = _holds.pop(owner, None)
+        self._mine.pop(owner, None)
+        if hold is not None and self.auto_renew:
+            _renewer.renewer.discard(hold)
+        return hold
+
+    def _reenter(self, owner: tuple[Any, ...], hold: Hold) -> bool:
         if not self.reentrant:
             raise LockError(
                 f"Lock {self.name!r} is already held by this owner; pass reentrant=True to "
@@ -140,6 +167,7 @@ class LockBase:
                 self.name,
             )
         hold.count += 1
+        self._mine[owner] = hold
         return True
 
     def _not_owned(self, action: str) -> LockNotOwned:
@@ -148,8 +176,8 @@ class LockBase:
             self.name,
         )
 
-    def _acquired(self, owner: Any, token: str, fence: int) -> Hold:
-        hold = self._holds[owner] = Hold(token, fence)
+    def _acquired(self, owner: tuple[Any, ...], token: str, fence: int) -> Hold:
+        hold = _holds[owner] = self._mine[owner] = Hold(token, fence)
         if lock_acquired.receivers:
             lock_acquired.send(type(self), lock=self, name=self.name, fence=fence or None)
         return hold
@@ -170,7 +198,9 @@ class LockBase:
             self.name,
             where,
         )
-        lock_lost.send(type(self), lock=self, name=self.name)
+        for receiver, error in lock_lost.send_robust(type(self), lock=self, name=self.name):
+            if error is not None:
+                logger.error("lock_lost receiver %r failed: %r", receiver, error)
 
     def _owns_value(self, hold: Hold | None, value: Any) -> bool:
         return (
@@ -195,30 +225,53 @@ class Lock(LockBase):
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try
         once, ``math.inf``: forever). Returns whether the lock is now held."""
         timeout = self._validate_timeout(timeout)
-        owner = get_ident()
-        hold = self._holds.get(owner)
-        if hold is not None:
-            return self._reenter(hold)
+        owner = self._owner(get_ident())
         client = self._client or self.client
+        hold = _holds.get(owner)
+        if hold is not None:
+            if self._owns_value(hold, call(client, "GET", self.keys[0])):
+                return self._reenter(owner, hold)
+            self._forget(owner)  # expired or taken over meanwhile: acquire afresh
         token = f"{token_hex(8)}|"
-        reply = run_script(
-            client, ACQUIRE, self.keys, self._acquire_args(token, timeout > 0, False)
-        )
+        args = self._acquire_args(token, timeout > 0, False)
+        reply = run_script(client, ACQUIRE, self.keys, args)
         if type(reply) is not int:
             reply = self._wait(client, token, timeout, reply[0]) if timeout > 0 else None
             if reply is None:
                 self._busy(timeout)
                 return False
-        hold = self._acquired(owner, token, reply)
-        if self.wait_replicas:
-            self._confirm_replicas(client, hold)
-        if self.auto_renew:
-            _renewer.renewer.add(self, hold)
+        try:
+            hold = self._acquired(owner, token, reply)
+            if self.wait_replicas:
+                self._confirm_replicas(client, hold)
+            if self.auto_renew:
+                _renewer.renewer.add(self, hold)
+        except BaseException:
+            self._roll_back(owner, token)
+            raise
         return True
+
+    def _roll_back(self, owner: tuple[Any, ...], token: str) -> None:
+        """Undo an acquisition that failed half-way (a signal receiver raised, replicas did not
+        confirm, Redis went away, an interrupt), so no lock is left held by nobody-who-knows."""
+        self._forget(owner)
+        with contextlib.suppress(Exception):
+            run_script(self.client, RELEASE, self.keys, (token, self.name, _now_ms(), self.base))
 
     def _wait(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
         """Block until a releasing holder hands the lock over (pushed to our wake-up list), the
         holder's TTL runs out, or the timeout passes. Returns the fence, or None."""
+        try:
+            return self._wait_loop(client, token, timeout, pttl)
+        except BaseException:
+            # Leave the queue, so no hand-off goes to a waiter that stopped waiting; if one
+            # already did, give the lock on.
+            with contextlib.suppress(Exception):
+                if run_script(client, GIVE_UP, self.keys[:2], (token, self.base)) >= 0:
+                    run_script(client, RELEASE, self.keys, (token, self.name, _now_ms(), self.base))
+            raise
+
+    def _wait_loop(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
         deadline = time.monotonic() + timeout
         wake = f"{self.base}w:{token}"
         while True:
@@ -263,16 +316,14 @@ class Lock(LockBase):
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
         not hold it any more."""
-        owner = get_ident()
-        hold = self._holds.get(owner)
+        owner = self._owner(get_ident())
+        hold = _holds.get(owner)
         if hold is None:
             raise self._not_owned("release")
-        if hold.count > 1:
+        if hold.count > 1 and not hold.lost:
             hold.count -= 1
             return
-        del self._holds[owner]
-        if self.auto_renew:
-            _renewer.renewer.discard(hold)
+        self._forget(owner)
         reply = run_script(
             self.client, RELEASE, self.keys, (hold.token, self.name, _now_ms(), self.base)
         )
@@ -289,7 +340,7 @@ class Lock(LockBase):
             ttl_ms = max(
                 1, round(validate_seconds(ttl, "ttl", allow_zero=False, allow_inf=False) * 1000)
             )
-        hold = self._holds.get(get_ident())
+        hold = _holds.get(self._owner(get_ident()))
         if hold is None:
             raise self._not_owned("extend")
         reply = run_script(
@@ -309,7 +360,7 @@ class Lock(LockBase):
 
     def owned(self) -> bool:
         """Whether this owner (thread) holds the lock, as Redis sees it now."""
-        hold = self._holds.get(get_ident())
+        hold = _holds.get(self._owner(get_ident()))
         if hold is None or hold.lost:
             return False
         return self._owns_value(hold, call(self.client, "GET", self.keys[0]))
@@ -322,7 +373,7 @@ class Lock(LockBase):
     @property
     def fence(self) -> int | None:
         """This owner's fencing token (strictly increasing per name), when ``fencing=True``."""
-        hold = self._holds.get(get_ident())
+        hold = _holds.get(self._owner(get_ident()))
         return hold.fence if hold is not None and self.fencing else None
 
     @classmethod
@@ -332,9 +383,9 @@ class Lock(LockBase):
         lock = cls(name, ttl=1, using=using)
         client = lock.client
         reply = run_script(client, RELEASE, lock.keys, ("", lock.name, _now_ms(), lock.base))
-        if reply:
+        if reply in (1, 2):
             logger.warning("Lock %r was force-released.", name)
-        return bool(reply)
+        return reply in (1, 2)
 
     def __enter__(self) -> Lock:
         if not self.acquire():

@@ -55,7 +55,15 @@ class Renewer:
                         break
                     self._cond.wait(wait)
                 batch = [self._entries[k] for k, due in self._due.items() if due <= now]
-            self._renew(batch)
+            try:
+                self._renew(batch)
+            except Exception:
+                # The thread must outlive any failure, or every auto-renew lock would expire.
+                logger.exception("Renewing %d lock(s) failed; retrying in a second.", len(batch))
+                with self._cond:
+                    for _, hold in batch:
+                        if id(hold) in self._due:
+                            self._due[id(hold)] = time.monotonic() + 1.0
 
     def _renew(self, batch: list[tuple[Lock, Hold]]) -> None:
         by_client: dict[int, list[tuple[Lock, Hold]]] = defaultdict(list)

@@ -3,7 +3,7 @@
 Key layout of one lock (``base`` = ``<prefix>:{L<shard>}:``, so every key of a lock, its
 shard's index included, shares one hash tag and every script runs on Redis Cluster):
 
-    base l:<name>    string  the lock: "<token>|<acquired ms>|<pid>|<host>", with a PX TTL
+    base l:<name>    string  the lock: "<token>|<acquired ms>|<fence>|<pid>|<host>", PX TTL
     base q:<name>    zset    waiters: token -> arrival number (FIFO)
     base f:<name>    string  fencing counter (INCR; never expires, so tokens never repeat)
     base a:<token>   string  a waiter's registration: "<ttl ms>|<fencing 0/1>|<pid>|<host>"
@@ -12,7 +12,7 @@ shard's index included, shares one hash tag and every script runs on Redis Clust
     base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN
 
 A token argument always ends with "|", so comparing it with the start of the lock value is
-an exact token match.
+an exact token match. The fence is 0 for a lock taken without fencing.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ local function handoff(lock, waiters, index, fence, name, base, now)
       local ttl, fencing, ident = string.match(reg, '^(%d+)|(%d)|(.*)$')
       local f = 0
       if fencing == '1' then f = redis.call('INCR', fence) end
-      redis.call('SET', lock, head .. now .. '|' .. ident, 'PX', ttl)
+      redis.call('SET', lock, head .. now .. '|' .. f .. '|' .. ident, 'PX', ttl)
       redis.call('ZADD', index, now + tonumber(ttl), name)
       redis.call('RPUSH', base .. 'w:' .. head, f)
       redis.call('PEXPIRE', base .. 'w:' .. head, ttl)
@@ -55,6 +55,11 @@ local function handoff(lock, waiters, index, fence, name, base, now)
     end
   end
   return false
+end
+
+-- The fence stored in a lock value.
+local function fence_of(value)
+  return tonumber(string.match(value, '^[^|]*|[^|]*|(%d+)|'))
 end
 """
 
@@ -74,7 +79,12 @@ local tok, owner, ttl, name, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(
 local fencing, base = ARGV[7], ARGV[9]
 
 local function take()
-  if not redis.call('SET', lock, tok .. now .. '|' .. owner, 'NX', 'PX', ttl) then
+  local f = 0
+  if fencing == '1' then
+    if redis.call('EXISTS', lock) == 1 then return nil end
+    f = redis.call('INCR', fence)
+    redis.call('SET', lock, tok .. now .. '|' .. f .. '|' .. owner, 'PX', ttl)
+  elseif not redis.call('SET', lock, tok .. now .. '|0|' .. owner, 'NX', 'PX', ttl) then
     return nil
   end
   redis.call('ZADD', index, now + tonumber(ttl), name)
@@ -82,8 +92,7 @@ local function take()
     redis.call('ZREM', waiters, tok)
     redis.call('DEL', base .. 'a:' .. tok, base .. 'w:' .. tok)
   end
-  if fencing == '1' then return redis.call('INCR', fence) end
-  return 0
+  return f
 end
 
 if ARGV[6] == '0' or redis.call('EXISTS', waiters) == 0 then
@@ -94,14 +103,17 @@ end
 local current = redis.call('GET', lock)
 if current then
   if string.sub(current, 1, #tok) == tok then
-    -- Handed to this caller while it was not blocked on its wake-up list.
-    return tonumber(redis.call('LPOP', base .. 'w:' .. tok) or '0')
+    -- Handed to this caller while it was not blocked on its wake-up list (or this is a
+    -- retry of an acquire whose reply was lost).
+    redis.call('DEL', base .. 'w:' .. tok)
+    return fence_of(current)
   end
 else
   -- Free, but (fair mode) waiters are queued: the oldest live one gets it.
   local winner = handoff(lock, waiters, index, fence, name, base, now)
   if winner == tok then
-    return tonumber(redis.call('LPOP', base .. 'w:' .. tok) or '0')
+    redis.call('DEL', base .. 'w:' .. tok)
+    return fence_of(redis.call('GET', lock))
   end
   if not winner then
     local got = take()
@@ -123,8 +135,9 @@ return {redis.call('PTTL', lock)}
 # KEYS[1] lock  KEYS[2] waiters  KEYS[3] index  KEYS[4] fence counter
 # ARGV[1] token ("<hex>|"), or "" to free the lock whoever holds it (force release)
 # ARGV[2] name  ARGV[3] now ms  ARGV[4] key base
-# Reply: 0 when the token does not hold the lock (or, forced, nothing was held and nobody
-#        waited), 1 when freed, 2 when handed straight to a waiter.
+# Reply: 0 when the token does not hold the lock (forced: nothing was held, nobody woken),
+#        1 when freed, 2 when handed straight to a waiter, 3 (forced only) when nothing was
+#        held but a waiter was woken with the lock.
 RELEASE = _script(
     "release",
     _HANDOFF
@@ -137,7 +150,8 @@ end
 redis.call('DEL', lock)
 if redis.call('EXISTS', waiters) == 1 and
    handoff(lock, waiters, index, KEYS[4], ARGV[2], ARGV[4], tonumber(ARGV[3])) then
-  return 2
+  if current then return 2 end
+  return 3
 end
 redis.call('ZREM', index, ARGV[2])
 if current then return 1 end
@@ -169,12 +183,11 @@ GIVE_UP = _script(
     """
 local tok, base = ARGV[1], ARGV[2]
 redis.call('ZREM', KEYS[2], tok)
-redis.call('DEL', base .. 'a:' .. tok)
+redis.call('DEL', base .. 'a:' .. tok, base .. 'w:' .. tok)
 local current = redis.call('GET', KEYS[1])
 if current and string.sub(current, 1, #tok) == tok then
-  return tonumber(redis.call('LPOP', base .. 'w:' .. tok) or '0')
+  return tonumber(string.match(current, '^[^|]*|[^|]*|(%d+)|'))
 end
-redis.call('DEL', base .. 'w:' .. tok)
 return -1
 """,
 )

@@ -96,3 +96,29 @@ def test_threads_that_end_give_their_connection_back(settings, redis_server):
         thread.join()
         gc.collect()
     assert errors == []
+
+
+def test_lock_traffic_never_starves_a_bounded_pool(settings, redis_server):
+    import threading
+
+    settings.REDISLOCK = {"URL": f"{redis_server.url}?max_connections=3"}
+    done, stay = threading.Barrier(4), threading.Event()
+
+    def work() -> None:
+        with Lock(f"bounded-{threading.get_ident()}", ttl=5):
+            pass
+        done.wait()
+        stay.wait(10)  # a long-lived server thread
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    done.wait()
+    try:
+        assert get_redis().set("still", "works")
+        with Lock("bounded-main", ttl=5) as lock:
+            assert lock.owned()
+    finally:
+        stay.set()
+        for thread in threads:
+            thread.join()

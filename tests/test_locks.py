@@ -383,3 +383,85 @@ def test_listing_prefix_is_literal_not_a_pattern(backend):
     Lock("a*b", ttl=30).acquire()
     Lock("axb", ttl=30).acquire()
     assert [i.name for i in list_locks("a*").locks] == ["a*b"]
+
+
+def test_a_waiter_interrupted_while_waiting_leaves_the_queue(backend, monkeypatch):
+    from django_redislock import locks
+
+    holder = Lock("interrupted", ttl=30)
+    holder.acquire()
+    real_call = locks.call
+
+    def failing_blpop(client: Any, *args: Any) -> Any:
+        if args[0] == "BLPOP":
+            raise RedisUnavailable("connection lost while blocked")
+        return real_call(client, *args)
+
+    monkeypatch.setattr(locks, "call", failing_blpop)
+    with pytest.raises(RedisUnavailable):
+        Lock("interrupted", ttl=30).acquire(5)
+    monkeypatch.setattr(locks, "call", real_call)
+    assert waiters_of(backend, holder) == 0
+    holder.release()
+    assert not holder.locked(), "the lock must not go to a waiter that left"
+
+
+def test_reentrancy_is_per_thread_across_lock_instances(backend):
+    with Lock("nested", ttl=5, reentrant=True) as outer:
+        with Lock("nested", ttl=5, reentrant=True, timeout=0):
+            assert outer.owned()
+        assert outer.locked(), "freed only after as many releases"
+    assert not outer.locked()
+
+
+def test_reentrant_reacquire_of_a_lost_lock_does_not_succeed(backend):
+    lock = Lock("lost-re", ttl=30, reentrant=True)
+    lock.acquire()
+    backend.client.delete(lock.keys[0])  # lost (expired, or force-released)
+    taken: list[bool] = []
+    in_thread(lambda: taken.append(Lock("lost-re", ttl=30).acquire(0))).join()
+    assert taken == [True]
+    assert not lock.acquire(0), "another thread holds it now"
+
+
+def test_acquire_that_fails_half_way_leaves_no_lock_behind(backend):
+    def boom(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("receiver failed")
+
+    lock_acquired.connect(boom)
+    try:
+        with pytest.raises(RuntimeError, match="receiver failed"):
+            Lock("half", ttl=30).acquire()
+    finally:
+        lock_acquired.disconnect(boom)
+    assert not Lock("half", ttl=30).locked()
+    with Lock("half", ttl=30, timeout=0) as lock:
+        assert lock.owned()
+
+
+def test_renewer_survives_a_failing_lost_receiver(backend):
+    def boom(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("receiver failed")
+
+    lock_lost.connect(boom)
+    try:
+        doomed = Lock("renew-doomed", ttl=0.3, auto_renew=True)
+        kept = Lock("renew-kept", ttl=0.3, auto_renew=True)
+        doomed.acquire()
+        kept.acquire()
+        backend.client.delete(doomed.keys[0])
+        time.sleep(1.0)
+        assert kept.owned(), "the renewer must keep renewing the other locks"
+        kept.release()
+    finally:
+        lock_lost.disconnect(boom)
+
+
+def test_a_lock_left_to_expire_can_be_taken_again_by_the_same_thread(backend):
+    assert Lock("once-a-while", ttl=0.1).acquire(0)  # never released, on purpose
+    time.sleep(0.15)
+    assert Lock("once-a-while", ttl=0.1).acquire(0)
+    reused = Lock("same-instance", ttl=0.1)
+    assert reused.acquire(0)
+    time.sleep(0.15)
+    assert reused.acquire(0), "an expired hold of the same instance is dropped, not an error"

@@ -164,3 +164,16 @@ def test_fair_waiters_that_gave_up_or_died_do_not_stall_the_line(real_backend, p
         assert time.monotonic() < deadline, "the line stalled behind a dead waiter"
         time.sleep(0.005)
     assert real_backend.client.lrange("test:{fair}:order", 0, -1) == [b"patient"]
+
+
+def try_in_child(lock: Lock, results: Any) -> None:
+    # The same instance, inherited through fork, in the thread that forked.
+    results.put((lock.acquire(0), Lock(lock.name, ttl=5, reentrant=True).acquire(0)))
+
+
+def test_a_forked_child_does_not_inherit_its_parents_hold(real_backend, processes):
+    results = processes.queue()
+    with Lock("forked", ttl=10, reentrant=True) as lock:
+        processes.start(try_in_child, lock, results)
+        assert results.get(timeout=10) == (False, False)
+        assert lock.owned()
