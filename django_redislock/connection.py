@@ -6,6 +6,7 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -98,6 +99,8 @@ class _Dedicated:
         # Exceptions: interpreter shutdown, or a pool reset after a fork.
         with contextlib.suppress(Exception):
             self.pool.release(self.conn)
+        with contextlib.suppress(Exception):
+            _give_back_one(self.pool)
 
     def execute(self, args: tuple[Any, ...]) -> Any:
         conn = self.conn
@@ -130,10 +133,28 @@ class _Dedicated:
             self.conn.disconnect()
 
 
-# Pools at least this large count as unbounded (redis-py's default is 2**31): only from
-# those does a thread keep a connection, so lock traffic can never starve a bounded pool.
-UNBOUNDED_POOL = 2**20
 _generation = 0
+# Threads keep at most half of a pool's connections for lock traffic; threads beyond that
+# use the pool command by command, so locks can never starve the cache of connections.
+_kept: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_kept_lock = threading.Lock()
+
+
+def _keep_one(pool: Any) -> bool:
+    limit = getattr(pool, "max_connections", None)
+    if not isinstance(limit, int):
+        return False
+    with _kept_lock:
+        kept = _kept.get(pool, 0)
+        if kept >= limit // 2:
+            return False
+        _kept[pool] = kept + 1
+        return True
+
+
+def _give_back_one(pool: Any) -> None:
+    with _kept_lock:
+        _kept[pool] = max(0, _kept.get(pool, 1) - 1)
 
 
 class _ThreadConnections(threading.local):
@@ -166,12 +187,13 @@ def _dedicated(client: Any) -> _Dedicated | None:
         held = threads.by_pool[key]
         if held is None or held.pool is pool:
             return held
-    if pool is None or getattr(pool, "max_connections", 0) < UNBOUNDED_POOL:
+    if pool is None or not _keep_one(pool):
         threads.by_pool[key] = None
         return None
     try:
         held = threads.by_pool[key] = _Dedicated(pool)
     except (*UNAVAILABLE, OSError) as exc:
+        _give_back_one(pool)
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
     return held
 
