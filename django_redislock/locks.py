@@ -6,7 +6,6 @@ import contextlib
 import logging
 import random
 import time
-import weakref
 from secrets import token_hex
 from threading import get_ident
 from types import TracebackType
@@ -32,7 +31,7 @@ logger = logging.getLogger(__name__)
 class Hold:
     """One owner's hold on a lock."""
 
-    __slots__ = ("__weakref__", "count", "fence", "lost", "token")
+    __slots__ = ("count", "fence", "lost", "token")
 
     def __init__(self, token: str, fence: int) -> None:
         self.token = token
@@ -41,12 +40,10 @@ class Hold:
         self.lost = False
 
 
-# Every hold in this process. A reentrant lock is owned by its thread (or task), so its key is
-# (process, thread, connection, name) and any instance re-enters; any other lock is owned by
-# its instance within the thread. The process id keeps a forked child from inheriting its
-# parent's holds. Values are weak: each Lock keeps its own holds alive, so a lock acquired
-# and left to expire leaves nothing behind once its instance is gone.
-_holds: weakref.WeakValueDictionary[tuple[Any, ...], Hold] = weakref.WeakValueDictionary()
+# Holds of reentrant locks, which belong to their thread (or task): keyed by (process, thread,
+# connection, name), so any instance re-enters. Other locks keep their holds on the instance,
+# keyed by (process, thread). The process id keeps a forked child from inheriting holds.
+_reentrant_holds: dict[tuple[Any, ...], Hold] = {}
 
 
 def _now_ms() -> int:
@@ -99,7 +96,7 @@ class LockBase:
         # dies drops out of the queue when it lapses.
         self.registration_ms = max(500, int(self.retry_delay * 5000))
         self._flags = ("1" if self.fair else "0", "1" if self.fencing else "0")
-        self._mine: dict[tuple[Any, ...], Hold] = {}
+        self._holds: dict[tuple[Any, ...], Hold] = _reentrant_holds if self.reentrant else {}
         self._client: Any = None
 
     def __repr__(self) -> str:
@@ -150,14 +147,12 @@ class LockBase:
     def _owner(self, task: Any) -> tuple[Any, ...]:
         if self.reentrant:
             return (_keys.PID, task, self.using, self.name)
-        return (_keys.PID, task, id(self))
+        return (_keys.PID, task)
 
-    def _forget(self, owner: tuple[Any, ...]) -> Hold | None:
-        hold = _holds.pop(owner, None)
-        self._mine.pop(owner, None)
+    def _forget(self, owner: tuple[Any, ...]) -> None:
+        hold = self._holds.pop(owner, None)
         if hold is not None and self.auto_renew:
             _renewer.renewer.discard(hold)
-        return hold
 
     def _reenter(self, owner: tuple[Any, ...], hold: Hold) -> bool:
         if not self.reentrant:
@@ -167,7 +162,6 @@ class LockBase:
                 self.name,
             )
         hold.count += 1
-        self._mine[owner] = hold
         return True
 
     def _not_owned(self, action: str) -> LockNotOwned:
@@ -177,7 +171,7 @@ class LockBase:
         )
 
     def _acquired(self, owner: tuple[Any, ...], token: str, fence: int) -> Hold:
-        hold = _holds[owner] = self._mine[owner] = Hold(token, fence)
+        hold = self._holds[owner] = Hold(token, fence)
         if lock_acquired.receivers:
             lock_acquired.send(type(self), lock=self, name=self.name, fence=fence or None)
         return hold
@@ -227,7 +221,7 @@ class Lock(LockBase):
         timeout = self._validate_timeout(timeout)
         owner = self._owner(get_ident())
         client = self._client or self.client
-        hold = _holds.get(owner)
+        hold = self._holds.get(owner)
         if hold is not None:
             if self._owns_value(hold, call(client, "GET", self.keys[0])):
                 return self._reenter(owner, hold)
@@ -317,7 +311,7 @@ class Lock(LockBase):
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
         not hold it any more."""
         owner = self._owner(get_ident())
-        hold = _holds.get(owner)
+        hold = self._holds.get(owner)
         if hold is None:
             raise self._not_owned("release")
         if hold.count > 1 and not hold.lost:
@@ -340,7 +334,7 @@ class Lock(LockBase):
             ttl_ms = max(
                 1, round(validate_seconds(ttl, "ttl", allow_zero=False, allow_inf=False) * 1000)
             )
-        hold = _holds.get(self._owner(get_ident()))
+        hold = self._holds.get(self._owner(get_ident()))
         if hold is None:
             raise self._not_owned("extend")
         reply = run_script(
@@ -360,7 +354,7 @@ class Lock(LockBase):
 
     def owned(self) -> bool:
         """Whether this owner (thread) holds the lock, as Redis sees it now."""
-        hold = _holds.get(self._owner(get_ident()))
+        hold = self._holds.get(self._owner(get_ident()))
         if hold is None or hold.lost:
             return False
         return self._owns_value(hold, call(self.client, "GET", self.keys[0]))
@@ -373,7 +367,7 @@ class Lock(LockBase):
     @property
     def fence(self) -> int | None:
         """This owner's fencing token (strictly increasing per name), when ``fencing=True``."""
-        hold = _holds.get(self._owner(get_ident()))
+        hold = self._holds.get(self._owner(get_ident()))
         return hold.fence if hold is not None and self.fencing else None
 
     @classmethod

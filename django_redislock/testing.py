@@ -152,6 +152,13 @@ class RedisClusterServers:
         return self.servers[0].url
 
     def start(self, timeout: float = 30.0) -> RedisClusterServers:
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.cleanup()  # never leave half a cluster running
+            raise
+
+    def _start(self, timeout: float) -> RedisClusterServers:
         for server in self.servers:
             server.start()
         clients = [server.client() for server in self.servers]
