@@ -133,7 +133,7 @@ class LockBase:
     def _acquire_args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
         return (
             token, _keys.OWNER, self.ttl_ms, self.name, _now_ms(), *self._flags,
-            self.registration_ms if register else 0, self.base, "1" if queued else "0",
+            self.registration_ms if register else 0, self._base, "1" if queued else "0",
         )  # fmt: skip
 
     def _validate_timeout(self, timeout: float | None) -> float:
@@ -223,12 +223,12 @@ class Lock(LockBase):
         client = self._client or self.client
         hold = self._holds.get(owner)
         if hold is not None:
-            if self._owns_value(hold, call(client, "GET", self.keys[0])):
+            if self._owns_value(hold, call(client, "GET", self._keys[0])):
                 return self._reenter(owner, hold)
             self._forget(owner)  # expired or taken over meanwhile: acquire afresh
         token = f"{token_hex(8)}|"
         args = self._acquire_args(token, timeout > 0, False)
-        reply = run_script(client, ACQUIRE, self.keys, args)
+        reply = run_script(client, ACQUIRE, self._keys, args)
         if type(reply) is not int:
             reply = self._wait(client, token, timeout, reply[0]) if timeout > 0 else None
             if reply is None:
@@ -267,11 +267,11 @@ class Lock(LockBase):
 
     def _wait_loop(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
         deadline = time.monotonic() + timeout
-        wake = f"{self.base}w:{token}"
+        wake = f"{self._base}w:{token}"
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                fence = run_script(client, GIVE_UP, self.keys[:2], (token, self.base))
+                fence = run_script(client, GIVE_UP, self._keys[:2], (token, self._base))
                 return fence if fence >= 0 else None
             block = min(remaining, self._fallback_delay())
             if pttl > 0:
@@ -279,7 +279,7 @@ class Lock(LockBase):
             popped = call(client, "BLPOP", wake, max(block, 0.001))
             if popped is not None:
                 return int(popped[1])
-            reply = run_script(client, ACQUIRE, self.keys, self._acquire_args(token, True, True))
+            reply = run_script(client, ACQUIRE, self._keys, self._acquire_args(token, True, True))
             if type(reply) is int:
                 return reply
             pttl = reply[0]
@@ -319,7 +319,7 @@ class Lock(LockBase):
             return
         self._forget(owner)
         reply = run_script(
-            self.client, RELEASE, self.keys, (hold.token, self.name, _now_ms(), self.base)
+            self._client, RELEASE, self._keys, (hold.token, self.name, _now_ms(), self._base)
         )
         if not reply:
             if not hold.lost:

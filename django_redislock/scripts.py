@@ -38,12 +38,10 @@ def _script(name: str, source: str) -> LuaScript:
 _HANDOFF = """
 local function handoff(lock, waiters, index, fence, name, base, now)
   for _ = 1, 64 do
-    local head = redis.call('ZRANGE', waiters, 0, 0)[1]
+    local head = redis.call('ZPOPMIN', waiters)[1]
     if not head then return false end
-    redis.call('ZREM', waiters, head)
-    local reg = redis.call('GET', base .. 'a:' .. head)
+    local reg = redis.call('GETDEL', base .. 'a:' .. head)
     if reg then
-      redis.call('DEL', base .. 'a:' .. head)
       local ttl, fencing, ident = string.match(reg, '^(%d+)|(%d)|(.*)$')
       local f = 0
       if fencing == '1' then f = redis.call('INCR', fence) end
@@ -147,12 +145,12 @@ local current = redis.call('GET', lock)
 if ARGV[1] ~= '' then
   if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
 end
-redis.call('DEL', lock)
 if redis.call('EXISTS', waiters) == 1 and
    handoff(lock, waiters, index, KEYS[4], ARGV[2], ARGV[4], tonumber(ARGV[3])) then
   if current then return 2 end
   return 3
 end
+redis.call('DEL', lock)
 redis.call('ZREM', index, ARGV[2])
 if current then return 1 end
 return 0
