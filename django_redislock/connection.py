@@ -8,8 +8,9 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
+import hiredis
 import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -20,7 +21,6 @@ from .conf import conf
 from .exceptions import RedisUnavailable
 from .scripts import LuaScript
 
-Client: TypeAlias = "redis.Redis | RedisCluster"
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError)
 # A dedicated connection unused for this long is checked for a server-side close first.
@@ -88,12 +88,13 @@ class _Dedicated:
     (a hand-off is one round trip), so they skip the pool's checkout, its readiness poll and
     the response callbacks. Given back to the pool when the thread ends."""
 
-    __slots__ = ("conn", "pool", "used")
+    __slots__ = ("conn", "pack", "pool", "used")
 
     def __init__(self, pool: Any) -> None:
         self.pool = pool
         self.conn = pool.get_connection()
         self.used = time.monotonic()
+        self.pack = _packer(self.conn)
 
     def __del__(self) -> None:
         # Exceptions: interpreter shutdown, or a pool reset after a fork.
@@ -109,7 +110,7 @@ class _Dedicated:
             self._drop_if_stale()
         self.used = now
         try:
-            conn.send_packed_command(conn.pack_command(*args), check_health=False)
+            conn.send_packed_command(self.pack(args), check_health=False)
             return conn.read_response()
         except ReadOnlyError as exc:
             conn.disconnect()  # a failover made this server a replica; reconnect next time
@@ -155,6 +156,18 @@ def _keep_one(pool: Any) -> bool:
 def _give_back_one(pool: Any) -> None:
     with _kept_lock:
         _kept[pool] = max(0, _kept.get(pool, 1) - 1)
+
+
+def _packer(conn: Any) -> Any:
+    """hiredis packs a command in a third of the time of redis-py's checked packer. Use it
+    when it yields exactly the bytes the connection itself would send (it does whenever
+    redis-py packs with hiredis too, as with the hiredis extra installed)."""
+    sample = ("EVALSHA", "café", 1, b"\xff", 2.5)
+    # (hiredis's stub types the argument as a 1-tuple; it takes any length.)
+    if b"".join(conn.pack_command(*sample)) != hiredis.pack_command(sample):  # type: ignore[arg-type]
+        return lambda args: conn.pack_command(*args)
+    pack = hiredis.pack_command
+    return lambda args: [pack(args)]  # a list of chunks, as send_packed_command wants
 
 
 class _ThreadConnections(threading.local):

@@ -145,8 +145,7 @@ local current = redis.call('GET', lock)
 if ARGV[1] ~= '' then
   if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
 end
-if redis.call('EXISTS', waiters) == 1 and
-   handoff(lock, waiters, index, KEYS[4], ARGV[2], ARGV[4], tonumber(ARGV[3])) then
+if handoff(lock, waiters, index, KEYS[4], ARGV[2], ARGV[4], tonumber(ARGV[3])) then
   if current then return 2 end
   return 3
 end

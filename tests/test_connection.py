@@ -122,3 +122,14 @@ def test_lock_traffic_never_starves_a_bounded_pool(settings, redis_server):
         stay.set()
         for thread in threads:
             thread.join()
+
+
+@pytest.mark.parametrize("options", ["", "?encoding=latin-1"])
+def test_lock_keys_are_encoded_as_the_client_encodes_them(settings, redis_server, options):
+    settings.REDISLOCK = {"URL": f"{redis_server.url}{options}"}
+    lock = Lock("café", ttl=5)
+    with lock:
+        lock.client.set(lock.keys[0] + ":probe", 1)  # the same name, sent by the client
+        keys = set(redis_server.client().keys("*caf*"))
+    assert len(keys) == 2
+    assert {key.removesuffix(b":probe") for key in keys} == {min(keys, key=len)}
