@@ -14,19 +14,19 @@ from .connection import UNAVAILABLE
 from .scripts import EXTEND
 
 if TYPE_CHECKING:
-    from .locks import Hold, Lock
+    from .lockbase import Hold, LockBase
 
 logger = logging.getLogger(__name__)
 
 
 class Renewer:
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[Lock, Hold]] = {}
+        self._entries: dict[int, tuple[LockBase, Hold]] = {}
         self._due: dict[int, float] = {}
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def add(self, lock: Lock, hold: Hold) -> None:
+    def add(self, lock: LockBase, hold: Hold) -> None:
         with self._cond:
             self._entries[id(hold)] = (lock, hold)
             self._due[id(hold)] = time.monotonic() + lock.lock_ttl / 3
@@ -65,13 +65,13 @@ class Renewer:
                         if id(hold) in self._due:
                             self._due[id(hold)] = time.monotonic() + 1.0
 
-    def _renew(self, batch: list[tuple[Lock, Hold]]) -> None:
-        by_client: dict[int, list[tuple[Lock, Hold]]] = defaultdict(list)
+    def _renew(self, batch: list[tuple[LockBase, Hold]]) -> None:
+        by_client: dict[int, list[tuple[LockBase, Hold]]] = defaultdict(list)
         for lock, hold in batch:
-            by_client[id(lock.client)].append((lock, hold))
+            by_client[id(lock.renew_client)].append((lock, hold))
         now_ms = int(time.time() * 1000)
         for entries in by_client.values():
-            pipe = entries[0][0].client.pipeline(transaction=False)
+            pipe = entries[0][0].renew_client.pipeline(transaction=False)
             for lock, hold in entries:
                 keys = lock.keys
                 pipe.execute_command(
@@ -87,7 +87,7 @@ class Renewer:
                 replies = [exc] * len(entries)
             self._settle(entries, replies)
 
-    def _settle(self, entries: list[tuple[Lock, Hold]], replies: list[Any]) -> None:
+    def _settle(self, entries: list[tuple[LockBase, Hold]], replies: list[Any]) -> None:
         now = time.monotonic()
         for (lock, hold), reply in zip(entries, replies, strict=False):
             with self._cond:

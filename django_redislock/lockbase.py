@@ -1,0 +1,203 @@
+"""What the sync and asyncio locks share: options, validation, key layout, owner state and
+the reading of script replies. No I/O here."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any
+
+from . import keys as _keys
+from . import renewer as _renewer
+from .conf import conf
+from .exceptions import LockError, LockNotOwned, LockTimeout
+from .keys import lock_base, lock_keys, shard_count, validate_name, validate_seconds
+from .signals import lock_acquired, lock_busy, lock_lost, lock_released
+
+logger = logging.getLogger("django_redislock.locks")
+
+
+class Hold:
+    """One owner's hold on a lock."""
+
+    __slots__ = ("count", "fence", "lost", "token")
+
+    def __init__(self, token: str, fence: int) -> None:
+        self.token = token
+        self.fence = fence
+        self.count = 1
+        self.lost = False
+
+
+# Holds of reentrant locks, which belong to their thread (or task): keyed by (process, thread,
+# connection, name), so any instance re-enters. Other locks keep their holds on the instance,
+# keyed by (process, thread). The process id keeps a forked child from inheriting holds.
+_reentrant_holds: dict[tuple[Any, ...], Hold] = {}
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _decode(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class LockBase:
+    """Options, validation and key layout shared by the sync and asyncio locks."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+        auto_renew: bool = False,
+        reentrant: bool = False,
+        fair: bool = False,
+        fencing: bool = False,
+        wait_replicas: int = 0,
+        using: str | None = None,
+    ) -> None:
+        self.name = validate_name(name)
+        self.lock_ttl = validate_seconds(
+            conf.LOCK_TTL if ttl is None else ttl, "ttl", allow_zero=False, allow_inf=False
+        )
+        self.timeout = validate_seconds(
+            conf.LOCK_TIMEOUT if timeout is None else timeout,
+            "timeout",
+            allow_zero=True,
+            allow_inf=True,
+        )
+        if not isinstance(wait_replicas, int) or isinstance(wait_replicas, bool):
+            raise TypeError(f"wait_replicas must be an int, not {type(wait_replicas).__name__}.")
+        if wait_replicas < 0:
+            raise ValueError(f"wait_replicas must be >= 0, not {wait_replicas}.")
+        self.auto_renew = bool(auto_renew)
+        self.reentrant = bool(reentrant)
+        self.fair = bool(fair)
+        self.fencing = bool(fencing)
+        self.wait_replicas = wait_replicas
+        self.using = using
+        self.ttl_ms = max(1, round(self.lock_ttl * 1000))
+        self.retry_delay = conf.LOCK_RETRY_DELAY
+        # A waiter's registration outlives several of its fallback re-checks; a waiter that
+        # dies drops out of the queue when it lapses.
+        self.registration_ms = max(500, int(self.retry_delay * 5000))
+        self._flags = ("1" if self.fair else "0", "1" if self.fencing else "0")
+        self._holds: dict[tuple[Any, ...], Hold] = _reentrant_holds if self.reentrant else {}
+        self._client: Any = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} ttl={self.lock_ttl}>"
+
+    def _setup(self, client: Any) -> None:
+        self._base = lock_base(self.name, shard_count(client))
+        self._keys = lock_keys(self._base, self.name)
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._setup(self._connect())
+        return self._client
+
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def renew_client(self) -> Any:
+        """A sync client for the renewer thread (which serves sync and asyncio locks alike)."""
+        raise NotImplementedError
+
+    @property
+    def base(self) -> str:
+        """The hash-tagged prefix shared by every key of this lock."""
+        if self._client is None:
+            self._setup(self._connect())
+        return self._base
+
+    @property
+    def keys(self) -> tuple[str, str, str, str]:
+        """(lock, waiters, index, fence) keys."""
+        if self._client is None:
+            self._setup(self._connect())
+        return self._keys
+
+    def _acquire_args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
+        return (
+            token, _keys.OWNER, self.ttl_ms, self.name, now_ms(), *self._flags,
+            self.registration_ms if register else 0, self._base, "1" if queued else "0",
+        )  # fmt: skip
+
+    def _validate_timeout(self, timeout: float | None) -> float:
+        if timeout is None:
+            return self.timeout
+        return validate_seconds(timeout, "timeout", allow_zero=True, allow_inf=True)
+
+    def _fallback_delay(self) -> float:
+        return random.uniform(self.retry_delay / 2, self.retry_delay)
+
+    def _owner(self, task: Any) -> tuple[Any, ...]:
+        if self.reentrant:
+            return (_keys.PID, task, self.using, self.name)
+        return (_keys.PID, task)
+
+    def _forget(self, owner: tuple[Any, ...]) -> None:
+        hold = self._holds.pop(owner, None)
+        if hold is not None and self.auto_renew:
+            _renewer.renewer.discard(hold)
+
+    def _reenter(self, owner: tuple[Any, ...], hold: Hold) -> bool:
+        if not self.reentrant:
+            raise LockError(
+                f"Lock {self.name!r} is already held by this owner; pass reentrant=True to "
+                "acquire it again, or release it first.",
+                self.name,
+            )
+        hold.count += 1
+        return True
+
+    def _not_owned(self, action: str) -> LockNotOwned:
+        return LockNotOwned(
+            f"Cannot {action} lock {self.name!r}: this owner does not hold it (any more).",
+            self.name,
+        )
+
+    def _acquired(self, owner: tuple[Any, ...], token: str, fence: int) -> Hold:
+        hold = self._holds[owner] = Hold(token, fence)
+        if lock_acquired.receivers:
+            lock_acquired.send(type(self), lock=self, name=self.name, fence=fence or None)
+        return hold
+
+    def _busy(self, timeout: float) -> None:
+        if lock_busy.receivers:
+            lock_busy.send(type(self), lock=self, name=self.name, timeout=timeout)
+
+    def _released(self) -> None:
+        if lock_released.receivers:
+            lock_released.send(type(self), lock=self, name=self.name)
+
+    def lost(self, hold: Hold, where: str) -> None:
+        """Report that ``hold`` turned out to be lost (TTL ran out, or taken over)."""
+        hold.lost = True
+        logger.error(
+            "Lock %r was lost (found by %s): its TTL ran out or it was force-released.",
+            self.name,
+            where,
+        )
+        for receiver, error in lock_lost.send_robust(type(self), lock=self, name=self.name):
+            if error is not None:
+                logger.error("lock_lost receiver %r failed: %r", receiver, error)
+
+    def _owns_value(self, hold: Hold | None, value: Any) -> bool:
+        return (
+            hold is not None
+            and not hold.lost
+            and value is not None
+            and _decode(value).startswith(hold.token)
+        )
+
+    def _timeout_error(self, timeout: float) -> LockTimeout:
+        return LockTimeout(f"Lock {self.name!r} was not acquired within {timeout}s.", self.name)
