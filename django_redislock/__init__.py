@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Lock", "get_redis"]
+__all__ = ["AsyncLock", "Lock", "get_redis"]
 
 if TYPE_CHECKING:
+    from .async_locks import AsyncLock
     from .connection import get_redis
     from .locks import Lock
 
-_LAZY = {"Lock": ".locks", "get_redis": ".connection"}
+_LAZY = {"AsyncLock": ".async_locks", "Lock": ".locks", "get_redis": ".connection"}
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,7 @@ import hiredis
 import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ReadOnlyError
 
@@ -57,7 +58,7 @@ os.register_at_fork(after_in_child=_clients.clear)
 
 
 def is_cluster(client: Any) -> bool:
-    return isinstance(client, RedisCluster)
+    return isinstance(client, (RedisCluster, AsyncRedisCluster))
 
 
 def _connect(using: str | None) -> Any:

@@ -11,8 +11,16 @@ from typing import Any
 from . import keys as _keys
 from . import renewer as _renewer
 from .conf import conf
-from .exceptions import LockError, LockNotOwned, LockTimeout
+from .connection import UNAVAILABLE, is_cluster
+from .exceptions import (
+    LockError,
+    LockNotOwned,
+    LockTimeout,
+    RedisUnavailable,
+    ReplicasNotConfirmed,
+)
 from .keys import lock_base, lock_keys, shard_count, validate_name, validate_seconds
+from .scripts import EXTEND
 from .signals import lock_acquired, lock_busy, lock_lost, lock_released
 
 logger = logging.getLogger("django_redislock.locks")
@@ -131,6 +139,11 @@ class LockBase:
             self.registration_ms if register else 0, self._base, "1" if queued else "0",
         )  # fmt: skip
 
+    def _ttl_ms_of(self, ttl: float | None) -> int:
+        if ttl is None:
+            return self.ttl_ms
+        return max(1, round(validate_seconds(ttl, "ttl", allow_zero=False, allow_inf=False) * 1000))
+
     def _validate_timeout(self, timeout: float | None) -> float:
         if timeout is None:
             return self.timeout
@@ -197,6 +210,32 @@ class LockBase:
             and not hold.lost
             and value is not None
             and _decode(value).startswith(hold.token)
+        )
+
+    def confirm_replicas(self, hold: Hold) -> None:
+        """Wait until ``wait_replicas`` replicas have the lock, else raise (the caller then
+        releases it). Blocking, on the sync client: AsyncLock runs it in a thread."""
+        # WAIT counts the writes of its own connection, so re-assert the lock (a write) and
+        # WAIT on one connection, in one round trip; on Cluster, on the lock's node.
+        client = self.renew_client
+        if is_cluster(client):
+            client = client.get_redis_connection(client.get_node_from_key(self.keys[0]))
+        pipe = client.pipeline(transaction=False)
+        pipe.execute_command(
+            "EVAL", EXTEND.source, 2, self.keys[0], self.keys[2],
+            hold.token, self.ttl_ms, self.name, now_ms(),
+        )  # fmt: skip
+        pipe.execute_command("WAIT", self.wait_replicas, max(1, min(self.ttl_ms // 3, 2000)))
+        try:
+            extended, acked = pipe.execute()
+        except UNAVAILABLE as exc:
+            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+        if extended and acked >= self.wait_replicas:
+            return
+        raise ReplicasNotConfirmed(
+            f"Lock {self.name!r}: only {acked} of {self.wait_replicas} replicas confirmed the "
+            "acquisition in time, so it was released again.",
+            self.name,
         )
 
     def _timeout_error(self, timeout: float) -> LockTimeout:

@@ -11,13 +11,11 @@ from types import TracebackType
 from typing import Any
 
 from . import renewer as _renewer
-from .connection import call, get_redis, is_cluster, run_script
+from .connection import call, get_redis, run_script
 from .exceptions import (
     LockNotOwned,
-    ReplicasNotConfirmed,
 )
-from .keys import validate_seconds
-from .lockbase import Hold, LockBase, now_ms
+from .lockbase import LockBase, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 
 logger = logging.getLogger(__name__)
@@ -56,7 +54,7 @@ class Lock(LockBase):
         try:
             hold = self._acquired(owner, token, reply)
             if self.wait_replicas:
-                self._confirm_replicas(client, hold)
+                self.confirm_replicas(hold)
             if self.auto_renew:
                 _renewer.renewer.add(self, hold)
         except BaseException:
@@ -103,29 +101,6 @@ class Lock(LockBase):
                 return reply
             pttl = reply[0]
 
-    def _confirm_replicas(self, client: Any, hold: Hold) -> None:
-        # WAIT counts the writes of its own connection, so re-assert the lock (a write) and
-        # WAIT on one connection, in one round trip.
-        node = client
-        if is_cluster(client):
-            node = client.get_redis_connection(client.get_node_from_key(self.keys[0]))
-        pipe = node.pipeline(transaction=False)
-        pipe.execute_command(
-            "EVAL", EXTEND.source, 2, self.keys[0], self.keys[2],
-            hold.token, self.ttl_ms, self.name, now_ms(),
-        )  # fmt: skip
-        pipe.execute_command("WAIT", self.wait_replicas, max(1, min(self.ttl_ms // 3, 2000)))
-        extended, acked = pipe.execute()
-        if extended and acked >= self.wait_replicas:
-            return
-        with contextlib.suppress(LockNotOwned):
-            self.release()
-        raise ReplicasNotConfirmed(
-            f"Lock {self.name!r}: only {acked} of {self.wait_replicas} replicas confirmed the "
-            "acquisition in time, so it was released again.",
-            self.name,
-        )
-
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
         not hold it any more."""
@@ -148,11 +123,7 @@ class Lock(LockBase):
 
     def extend(self, ttl: float | None = None) -> None:
         """Reset the remaining TTL to ``ttl`` seconds (default: the lock's ttl)."""
-        ttl_ms = self.ttl_ms
-        if ttl is not None:
-            ttl_ms = max(
-                1, round(validate_seconds(ttl, "ttl", allow_zero=False, allow_inf=False) * 1000)
-            )
+        ttl_ms = self._ttl_ms_of(ttl)
         hold = self._holds.get(self._owner(get_ident()))
         if hold is None:
             raise self._not_owned("extend")

@@ -1,0 +1,104 @@
+"""asyncio Redis clients, for ``AsyncLock``: one per event loop and per ``using``, from the
+same settings as the sync ones (``REDISLOCK['URL']``, a URL, or a django-redis cache alias)."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.exceptions import NoScriptError
+
+from .conf import conf
+from .connection import UNAVAILABLE, URL_SCHEMES, get_redis
+from .exceptions import RedisUnavailable
+from .scripts import LuaScript
+
+# The asyncio twin of each sync connection class a django-redis cache may use. fakeredis is
+# here because test suites commonly point django-redis at it.
+ASYNC_CONNECTION_CLASSES = {
+    "redis.connection.Connection": "redis.asyncio.connection.Connection",
+    "redis.connection.SSLConnection": "redis.asyncio.connection.SSLConnection",
+    "redis.connection.UnixDomainSocketConnection": (
+        "redis.asyncio.connection.UnixDomainSocketConnection"
+    ),
+    "fakeredis._clients._sync.FakeRedisConnection": "fakeredis.aioredis.FakeAsyncRedisConnection",
+}
+# Connection settings that mean the same to the asyncio connection classes.
+PORTABLE_KWARGS = (
+    "host", "port", "db", "username", "password", "path", "socket_timeout",
+    "socket_connect_timeout", "socket_keepalive", "encoding", "encoding_errors",
+    "decode_responses", "client_name", "health_check_interval", "protocol", "server",
+    "ssl_keyfile", "ssl_certfile", "ssl_cert_reqs", "ssl_ca_certs", "ssl_check_hostname",
+)  # fmt: skip
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str | None, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def get_async_redis(using: str | None = None) -> Any:
+    """The asyncio client for ``using`` in the running event loop."""
+    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
+    client = per_loop.get(using)
+    if client is None:
+        client = per_loop[using] = _connect(using)
+    return client
+
+
+def reset_async_connections() -> None:
+    _clients.clear()
+
+
+def _connect(using: str | None) -> Any:
+    if using is None:
+        if conf.URL:
+            return _from_url(conf.URL, cluster=conf.CLUSTER)
+        using = conf.CACHE
+    if using.startswith(URL_SCHEMES):
+        return _from_url(using, cluster=False)
+    pool = get_redis(using).connection_pool
+    sync_class = f"{pool.connection_class.__module__}.{pool.connection_class.__qualname__}"
+    if sync_class not in ASYNC_CONNECTION_CLASSES:
+        raise ImproperlyConfigured(
+            f"django-redislock: AsyncLock cannot derive an asyncio client from cache "
+            f"{using!r} (connection class {sync_class}). Set REDISLOCK['URL'], or pass a "
+            "redis:// URL as using=."
+        )
+    kwargs = {k: v for k, v in pool.connection_kwargs.items() if k in PORTABLE_KWARGS}
+    async_pool = redis.asyncio.ConnectionPool(
+        connection_class=import_string(ASYNC_CONNECTION_CLASSES[sync_class]), **kwargs
+    )
+    return redis.asyncio.Redis(connection_pool=async_pool)
+
+
+def _from_url(url: str, *, cluster: bool) -> Any:
+    if cluster:
+        return AsyncRedisCluster.from_url(url, socket_connect_timeout=5)
+    return redis.asyncio.Redis.from_url(url, socket_connect_timeout=5)
+
+
+async def run_script(
+    client: Any, script: LuaScript, keys: Sequence[Any], args: Sequence[Any]
+) -> Any:
+    """Run a Lua script in one round trip (loading it first only when the server lacks it)."""
+    try:
+        try:
+            return await client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
+    except (*UNAVAILABLE, OSError) as exc:
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+
+
+async def call(client: Any, *args: Any) -> Any:
+    """One plain Redis command, with connection failures raised as RedisUnavailable."""
+    try:
+        return await client.execute_command(*args)
+    except (*UNAVAILABLE, OSError) as exc:
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc

@@ -1,0 +1,195 @@
+"""``AsyncLock``: the same lock as ``Lock``, for asyncio code (``redis.asyncio``).
+
+The owner of a hold is the current asyncio task. Cancellation never leaves a lock held by
+nobody who knows it: a cancelled acquire gives up its place and releases whatever it may
+have been handed, and a release runs to its end even when its caller is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from secrets import token_hex
+from threading import get_ident
+from types import TracebackType
+from typing import Any
+
+from . import renewer as _renewer
+from .aioconnection import call, get_async_redis, run_script
+from .connection import get_redis
+from .exceptions import LockNotOwned
+from .lockbase import Hold, LockBase, now_ms
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
+
+logger = logging.getLogger("django_redislock.locks")
+
+
+def _task() -> Any:
+    return asyncio.current_task() or get_ident()
+
+
+class AsyncLock(LockBase):
+    """``async with AsyncLock("name"):`` — see ``Lock`` for the options."""
+
+    @property
+    def client(self) -> Any:
+        # Not kept on the instance: asyncio clients belong to their event loop.
+        client = get_async_redis(self.using)
+        if self._client is None:
+            self._setup(client)
+        return client
+
+    def _connect(self) -> Any:
+        return get_async_redis(self.using)
+
+    @property
+    def renew_client(self) -> Any:
+        return get_redis(self.using)
+
+    async def acquire(self, timeout: float | None = None) -> bool:
+        """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try
+        once, ``math.inf``: forever). Returns whether the lock is now held."""
+        timeout = self._validate_timeout(timeout)
+        client = self.client
+        owner = self._owner(_task())
+        hold = self._holds.get(owner)
+        if hold is not None:
+            if self._owns_value(hold, await call(client, "GET", self._keys[0])):
+                return self._reenter(owner, hold)
+            self._forget(owner)  # expired or taken over meanwhile: acquire afresh
+        token = f"{token_hex(8)}|"
+        try:
+            args = self._acquire_args(token, timeout > 0, False)
+            reply = await run_script(client, ACQUIRE, self._keys, args)
+            if type(reply) is not int:
+                reply = await self._wait(client, token, timeout, reply[0]) if timeout > 0 else None
+                if reply is None:
+                    self._busy(timeout)
+                    return False
+            hold = self._acquired(owner, token, reply)
+            if self.wait_replicas:
+                await asyncio.to_thread(self.confirm_replicas, hold)
+            if self.auto_renew:
+                _renewer.renewer.add(self, hold)
+        except BaseException:
+            # Cancelled, Redis lost, a receiver failed...: leave the queue and free whatever
+            # this token may hold, even if this task is being cancelled.
+            self._forget(owner)
+            await asyncio.shield(self._abandon(client, token))
+            raise
+        return True
+
+    async def _abandon(self, client: Any, token: str) -> None:
+        try:
+            await run_script(client, GIVE_UP, self._keys[:2], (token, self._base))
+            await run_script(client, RELEASE, self._keys, (token, self.name, now_ms(), self._base))
+        except Exception:
+            logger.warning("Could not clean up an abandoned acquire of lock %r", self.name)
+
+    async def _wait(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
+        """Block until a releasing holder hands the lock over, the holder's TTL runs out, or
+        the timeout passes. Returns the fence, or None."""
+        deadline = time.monotonic() + timeout
+        wake = f"{self._base}w:{token}"
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                fence = await run_script(client, GIVE_UP, self._keys[:2], (token, self._base))
+                return int(fence) if fence >= 0 else None
+            block = min(remaining, self._fallback_delay())
+            if pttl > 0:
+                block = min(block, pttl / 1000 + 0.001)
+            popped = await call(client, "BLPOP", wake, max(block, 0.001))
+            if popped is not None:
+                return int(popped[1])
+            args = self._acquire_args(token, True, True)
+            reply = await run_script(client, ACQUIRE, self._keys, args)
+            if type(reply) is int:
+                return reply
+            pttl = reply[0]
+
+    async def release(self) -> None:
+        """Release the lock (once per acquire when reentrant). LockNotOwned if this task does
+        not hold it any more. Runs to its end even if the calling task is cancelled."""
+        owner = self._owner(_task())
+        hold = self._holds.get(owner)
+        if hold is None:
+            raise self._not_owned("release")
+        if hold.count > 1 and not hold.lost:
+            hold.count -= 1
+            return
+        self._forget(owner)
+        args = (hold.token, self.name, now_ms(), self._base)
+        reply = await asyncio.shield(run_script(self.client, RELEASE, self._keys, args))
+        if not reply:
+            if not hold.lost:
+                self.lost(hold, "release")
+            raise self._not_owned("release")
+        self._released()
+
+    async def extend(self, ttl: float | None = None) -> None:
+        """Reset the remaining TTL to ``ttl`` seconds (default: the lock's ttl)."""
+        ttl_ms = self._ttl_ms_of(ttl)
+        hold = self._holds.get(self._owner(_task()))
+        if hold is None:
+            raise self._not_owned("extend")
+        client = self.client
+        args = (hold.token, ttl_ms, self.name, now_ms())
+        if not await run_script(client, EXTEND, (self._keys[0], self._keys[2]), args):
+            if not hold.lost:
+                self.lost(hold, "extend")
+            raise self._not_owned("extend")
+
+    async def locked(self) -> bool:
+        """Whether anybody holds the lock."""
+        client = self.client
+        return bool(await call(client, "EXISTS", self._keys[0]))
+
+    async def owned(self) -> bool:
+        """Whether this task holds the lock, as Redis sees it now."""
+        hold = self._holds.get(self._owner(_task()))
+        if hold is None or hold.lost:
+            return False
+        client = self.client
+        return self._owns_value(hold, await call(client, "GET", self._keys[0]))
+
+    async def ttl(self) -> float | None:
+        """Seconds left before the lock expires, None when nobody holds it."""
+        client = self.client
+        pttl = await call(client, "PTTL", self._keys[0])
+        return pttl / 1000 if pttl >= 0 else None
+
+    @property
+    def fence(self) -> int | None:
+        """This task's fencing token (strictly increasing per name), when ``fencing=True``."""
+        hold: Hold | None = self._holds.get(self._owner(_task()))
+        return hold.fence if hold is not None and self.fencing else None
+
+    @classmethod
+    async def force_release(cls, name: str, using: str | None = None) -> bool:
+        """Free lock ``name`` whoever holds it; the next waiter, if any, gets it at once."""
+        lock = cls(name, ttl=1, using=using)
+        client = lock.client
+        args = ("", lock.name, now_ms(), lock._base)
+        reply = await run_script(client, RELEASE, lock._keys, args)
+        if reply in (1, 2):
+            logger.warning("Lock %r was force-released.", name)
+        return reply in (1, 2)
+
+    async def __aenter__(self) -> AsyncLock:
+        if not await self.acquire():
+            raise self._timeout_error(self.timeout)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self.release()
+        except LockNotOwned:
+            if exc is None:
+                raise
