@@ -112,21 +112,11 @@ class AsyncLock(LockBase):
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does
         not hold it any more. Runs to its end even if the calling task is cancelled."""
-        owner = self._owner(_task())
-        hold = self._holds.get(owner)
-        if hold is None:
-            raise self._not_owned("release")
-        if hold.count > 1 and not hold.lost:
-            hold.count -= 1
-            return
-        self._forget(owner)
-        args = (hold.token, self.name, now_ms(), self._base)
-        reply = await asyncio.shield(run_script(self.client, RELEASE, self._keys, args))
-        if not reply:
-            if not hold.lost:
-                self.lost(hold, "release")
-            raise self._not_owned("release")
-        self._released()
+        hold = self._begin_release(self._owner(_task()))
+        if hold is not None:
+            args = (hold.token, self.name, now_ms(), self._base)
+            reply = await asyncio.shield(run_script(self.client, RELEASE, self._keys, args))
+            self._end_release(hold, reply)
 
     async def extend(self, ttl: float | None = None) -> None:
         """Reset the remaining TTL to ``ttl`` seconds (default: the lock's ttl)."""

@@ -11,7 +11,7 @@ from typing import Any
 from . import keys as _keys
 from . import renewer as _renewer
 from .conf import conf
-from .connection import UNAVAILABLE, is_cluster
+from .connection import UNAVAILABLE, is_cluster, run_script
 from .exceptions import (
     LockError,
     LockNotOwned,
@@ -20,7 +20,7 @@ from .exceptions import (
     ReplicasNotConfirmed,
 )
 from .keys import lock_base, lock_keys, shard_count, validate_name, validate_seconds
-from .scripts import EXTEND
+from .scripts import EXTEND, RELEASE
 from .signals import lock_acquired, lock_busy, lock_lost, lock_released
 
 logger = logging.getLogger("django_redislock.locks")
@@ -237,6 +237,33 @@ class LockBase:
             "acquisition in time, so it was released again.",
             self.name,
         )
+
+    def _begin_release(self, owner: tuple[Any, ...]) -> Hold | None:
+        """The hold to free in Redis, or None when a reentrant hold only counted down."""
+        hold = self._holds.get(owner)
+        if hold is None:
+            raise self._not_owned("release")
+        if hold.count > 1 and not hold.lost:
+            hold.count -= 1
+            return None
+        self._forget(owner)
+        return hold
+
+    def _end_release(self, hold: Hold, reply: Any) -> None:
+        if not reply:
+            if not hold.lost:
+                self.lost(hold, "release")
+            raise self._not_owned("release")
+        self._released()
+
+    def release_owner(self, owner: tuple[Any, ...]) -> None:
+        """Release the hold of ``owner`` (a key from ``_owner``) over the sync client, from any
+        thread: ``@redis_locked`` releases so when a streaming response is closed, which may
+        happen on another thread than the view's."""
+        hold = self._begin_release(owner)
+        if hold is not None:
+            args = (hold.token, self.name, now_ms(), self.base)
+            self._end_release(hold, run_script(self.renew_client, RELEASE, self.keys, args))
 
     def _timeout_error(self, timeout: float) -> LockTimeout:
         return LockTimeout(f"Lock {self.name!r} was not acquired within {timeout}s.", self.name)

@@ -12,9 +12,7 @@ from typing import Any
 
 from . import renewer as _renewer
 from .connection import call, get_redis, run_script
-from .exceptions import (
-    LockNotOwned,
-)
+from .exceptions import LockNotOwned
 from .lockbase import LockBase, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 
@@ -104,22 +102,7 @@ class Lock(LockBase):
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
         not hold it any more."""
-        owner = self._owner(get_ident())
-        hold = self._holds.get(owner)
-        if hold is None:
-            raise self._not_owned("release")
-        if hold.count > 1 and not hold.lost:
-            hold.count -= 1
-            return
-        self._forget(owner)
-        reply = run_script(
-            self._client, RELEASE, self._keys, (hold.token, self.name, now_ms(), self._base)
-        )
-        if not reply:
-            if not hold.lost:
-                self.lost(hold, "release")
-            raise self._not_owned("release")
-        self._released()
+        self.release_owner(self._owner(get_ident()))
 
     def extend(self, ttl: float | None = None) -> None:
         """Reset the remaining TTL to ``ttl`` seconds (default: the lock's ttl)."""

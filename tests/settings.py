@@ -7,9 +7,15 @@ SECRET_KEY = "django-redislock-tests"
 DEBUG = False
 USE_TZ = True
 ROOT_URLCONF = "tests.urls"
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+]
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
+    "django.contrib.sessions",
     "django_redislock",
     "tests",
 ]
