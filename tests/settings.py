@@ -18,11 +18,17 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django_redislock",
     "tests",
+    "shop",  # the example project's app, tested live
 ]
 # A file, not :memory:, so that child processes forked by the tests share the test database.
 _DB = os.path.join(tempfile.gettempdir(), f"django-redislock-tests-{os.getpid()}.sqlite3")
 DATABASES = {
-    "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": _DB, "TEST": {"NAME": _DB}}
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": _DB,
+        "TEST": {"NAME": _DB},
+        "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL"},
+    }
 }
 CACHES = {
     # fakeredis behind django-redis: the fast backend, through the CACHE code path.

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 
@@ -22,4 +22,5 @@ urlpatterns = [
     path("astream/<int:product_id>/", views.astream),
     path("cbv/<int:product_id>/", views.BuyView.as_view()),
     path("acbv/<int:product_id>/", views.AsyncBuyView.as_view()),
+    path("", include("shop.urls")),
 ]

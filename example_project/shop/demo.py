@@ -1,0 +1,178 @@
+"""What ``flash_sale_demo`` (and the tests) need: the shop served by several processes on a
+loopback port, and buyers in several processes hammering it over HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import multiprocessing
+import os
+import queue
+import signal
+import socket
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+from django.db import connections
+
+STATUS_NAMES = {201: "ok", 409: "busy", 410: "sold out"}
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@dataclass
+class Server:
+    """The shop in ``workers`` forked processes (threads in each) sharing one socket."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    pids: list[int] = field(default_factory=list)
+
+    def start(self, workers: int = 4) -> Server:
+        listener = socket.create_server((self.host, self.port), backlog=1024)
+        self.port = listener.getsockname()[1]
+        connections.close_all()  # children must not share the parent's database socket
+        for _ in range(workers):
+            pid = os.fork()
+            if pid == 0:
+                _serve(listener)  # never returns
+            self.pids.append(pid)
+        listener.close()
+        return self
+
+    def stop(self) -> None:
+        for pid in self.pids:
+            os.kill(pid, signal.SIGTERM)
+        for pid in self.pids:
+            os.waitpid(pid, 0)
+        self.pids.clear()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _serve(listener: socket.socket) -> None:
+    code = 0
+    try:
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+        host, port = listener.getsockname()[:2]
+        httpd = ThreadedWSGIServer((host, port), _QuietHandler, bind_and_activate=False)
+        httpd.socket.close()
+        httpd.socket = listener
+        httpd.server_name, httpd.server_port = host, port
+        httpd.setup_environ()
+        httpd.set_app(WSGIHandler())
+        httpd.serve_forever()
+    except BaseException:
+        code = 1
+        raise
+    finally:
+        os._exit(code)
+
+
+class Client:
+    """A buyer: plain HTTP/1.1 with the session and CSRF cookies of a browser."""
+
+    def __init__(self, port: int, cookies: dict[str, str] | None = None) -> None:
+        self.port = port
+        self.cookies = dict(cookies or {})
+        self.request("GET", "/products/")  # sets the CSRF cookie
+
+    def request(self, method: str, path: str, data: dict[str, Any] | None = None) -> int:
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        body = None
+        if method == "POST":
+            headers["X-CSRFToken"] = self.cookies.get("csrftoken", "")
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            body = urlencode(data or {})
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            response.read()
+            for header in response.headers.get_all("Set-Cookie") or []:
+                for name, morsel in SimpleCookie(header).items():
+                    self.cookies[name] = morsel.value
+            return response.status
+        finally:
+            connection.close()
+
+
+def _buyer(port: int, path: str, attempts: int, data: dict[str, Any], cookies: Any,
+           start: Any, progress: Any, results: Any) -> None:  # fmt: skip
+    client = Client(port, cookies)
+    statuses: Counter[int] = Counter()
+    start.wait()
+    for _ in range(attempts):
+        statuses[client.request("POST", path, data)] += 1
+        with progress.get_lock():
+            progress.value += 1
+    results.put(dict(statuses))
+
+
+@dataclass
+class Run:
+    statuses: Counter[int]
+    seconds: float
+
+    @property
+    def requests(self) -> int:
+        return sum(self.statuses.values())
+
+
+def hammer(
+    port: int,
+    path: str,
+    *,
+    buyers: int,
+    attempts: int,
+    data: dict[str, Any] | None = None,
+    cookies: dict[str, str] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Run:
+    """POST ``path`` ``attempts`` times from each of ``buyers`` processes, all at once."""
+    context = multiprocessing.get_context("fork")
+    start, progress, results = context.Event(), context.Value("l", 0), context.Queue()
+    connections.close_all()
+    procs = [
+        context.Process(
+            target=_buyer,
+            args=(port, path, attempts, data or {}, cookies, start, progress, results),
+            daemon=True,
+        )
+        for _ in range(buyers)
+    ]
+    for proc in procs:
+        proc.start()
+    began = time.monotonic()
+    start.set()
+    total = buyers * attempts
+    statuses: Counter[int] = Counter()
+    for _ in procs:
+        while True:
+            if on_progress is not None:
+                on_progress(progress.value, total)
+            try:
+                statuses.update(results.get(timeout=0.1))
+                break
+            except queue.Empty:
+                if not any(proc.is_alive() for proc in procs) and results.empty():
+                    raise RuntimeError("a buyer process died; see its traceback above") from None
+    seconds = time.monotonic() - began
+    for proc in procs:
+        proc.join()
+    if on_progress is not None:
+        on_progress(total, total)
+    return Run(statuses, seconds)

@@ -1,0 +1,101 @@
+"""``manage.py flash_sale_demo``: the same flash sale with and without ``@redis_locked``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from shop.demo import Server, hammer
+from shop.models import Order, Product
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the shop from several processes and send concurrent buyers at an unguarded "
+        "and at a guarded buy endpoint; print what each sold."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--stock", type=int, default=100, help="items on sale (100)")
+        parser.add_argument("--buyers", type=int, default=8, help="buyer processes (8)")
+        parser.add_argument("--attempts", type=int, default=250, help="buys per buyer (250)")
+        parser.add_argument("--workers", type=int, default=4, help="server processes (4)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        for name in ("stock", "buyers", "attempts", "workers"):
+            if options[name] < 1:
+                self.stderr.write(f"--{name} must be at least 1.")
+                sys.exit(2)
+        call_command("migrate", verbosity=0)
+        self.stdout.write(
+            f"Redis: {getattr(settings, 'REDIS_URL', 'as configured')}\n"
+            f"{options['buyers']} buyers x {options['attempts']} attempts against a stock of "
+            f"{options['stock']}, served by {options['workers']} processes.\n"
+        )
+        rows = []
+        with Server().start(options["workers"]) as server:
+            for label, endpoint in (("unguarded", "buy-unguarded"), ("guarded", "buy")):
+                Order.objects.filter(product__name=f"Flash sale ({label})").delete()
+                product, _ = Product.objects.update_or_create(
+                    name=f"Flash sale ({label})", defaults={"stock": options["stock"]}
+                )
+                self.stdout.write(f"{label:>9}: ", ending="")
+                run = hammer(
+                    server.port,
+                    f"/products/{product.pk}/{endpoint}/",
+                    buyers=options["buyers"],
+                    attempts=options["attempts"],
+                    on_progress=Progress(self.stdout),
+                )
+                product.refresh_from_db()
+                orders = product.orders.count()
+                rows.append((label, product.stock, orders, run))
+        self.stdout.write("\n" + self.table(options["stock"], rows))
+
+    def table(self, stock: int, rows: list[Any]) -> str:
+        head = ("endpoint", "stock", "left", "orders", "oversold", "busy", "sold out",
+                "errors", "req/s")  # fmt: skip
+        lines = ["  ".join(f"{h:>9}" for h in head)]
+        for label, left, orders, run in rows:
+            busy, sold_out = run.statuses[409], run.statuses[410]
+            errors = run.requests - busy - sold_out - run.statuses[201]
+            cells = (label, stock, left, orders, max(0, orders - stock), busy, sold_out,
+                     errors, round(run.requests / run.seconds))  # fmt: skip
+            lines.append("  ".join(f"{c:>9}" for c in cells))
+        guarded, unguarded = rows[1], rows[0]
+        verdict = (
+            f"\nunguarded: {unguarded[2]} orders for {stock} items"
+            f"{' (oversold)' if unguarded[2] > stock else ''}; "
+            f"guarded: {guarded[2]} orders, {guarded[1]} left"
+            f"{' (exact)' if guarded[2] == stock and guarded[1] == 0 else ''}."
+        )
+        return "\n".join(lines) + "\n" + verdict + "\n"
+
+
+class Progress:
+    """A one-line progress bar (a line per quarter when the output is not a terminal)."""
+
+    def __init__(self, out: Any, width: int = 30) -> None:
+        self.out, self.width = out, width
+        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.began = time.monotonic()
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.tty:
+            filled = self.width * done // total
+            rate = done / max(time.monotonic() - self.began, 1e-6)
+            bar = "#" * filled + "." * (self.width - filled)
+            self.out.write(f"\r[{bar}] {done}/{total} {rate:6.0f} req/s", ending="")
+            self.out.flush()
+        elif done * 4 // total > self.shown:
+            self.shown = done * 4 // total
+            self.out.write(f"{100 * self.shown // 4}%{' ' if self.shown < 4 else ''}", ending="")
+            self.out.flush()
+        if done == total:
+            self.out.write("")

@@ -1,0 +1,36 @@
+from django.conf import settings
+from django.db import models
+
+
+class Product(models.Model):
+    name = models.CharField(max_length=100)
+    # Signed on purpose: the unguarded twin of the sale can drive it below zero.
+    stock = models.IntegerField(default=0)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Order(models.Model):
+    class Status(models.TextChoices):
+        UNPAID = "unpaid"
+        PAID = "paid"
+        CLOSED = "closed"
+
+    product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="orders")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNPAID)
+    created = models.DateTimeField(auto_now_add=True)
+
+
+class PointsAccount(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    balance = models.IntegerField(default=0)
+    # The fence of the last redemption written: a stale lock holder's write is refused.
+    fence = models.BigIntegerField(default=0)
+
+
+class Redemption(models.Model):
+    account = models.ForeignKey(PointsAccount, on_delete=models.CASCADE)
+    points = models.PositiveIntegerField()
+    fence = models.BigIntegerField()
+    created = models.DateTimeField(auto_now_add=True)

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("products/", views.products),
+    path("products/<int:product_id>/buy/", views.buy),
+    path("products/<int:product_id>/buy-unguarded/", views.buy_unguarded),
+    path("points/redeem/", views.redeem),
+]

@@ -1,0 +1,65 @@
+import time
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import F
+from django.http import HttpRequest, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_POST
+
+from django_redislock import redis_locked
+from django_redislock.fencing import fenced_update
+
+from .models import Order, PointsAccount, Product, Redemption
+
+# Stands in for the slow part of a real sale (the payment provider, the warehouse): the
+# window in which concurrent buyers all see the last item in stock.
+PAYMENT_SECONDS = 0.005
+
+
+@ensure_csrf_cookie
+def products(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"products": list(Product.objects.values("id", "name", "stock"))})
+
+
+def sell_one(product_id: int) -> JsonResponse:
+    product = get_object_or_404(Product, pk=product_id)
+    if product.stock <= 0:
+        return JsonResponse({"error": "sold-out"}, status=410)
+    time.sleep(PAYMENT_SECONDS)
+    order = Order.objects.create(product=product)
+    product.stock -= 1
+    product.save(update_fields=["stock"])
+    return JsonResponse({"order": order.pk}, status=201)
+
+
+@require_POST
+@redis_locked("flash-sale:{product_id}", ttl=5, timeout=0.2)
+def buy(request: HttpRequest, product_id: int) -> JsonResponse:
+    return sell_one(product_id)
+
+
+@require_POST
+def buy_unguarded(request: HttpRequest, product_id: int) -> JsonResponse:
+    """The same sale without the lock, for the demo: it oversells."""
+    return sell_one(product_id)
+
+
+@require_POST
+@login_required
+@redis_locked("points:{request.user.pk}", fencing=True, timeout=0.2)
+def redeem(request: HttpRequest) -> JsonResponse:
+    points = int(request.POST.get("points", "0"))
+    if points <= 0:
+        return JsonResponse({"error": "points must be a positive number"}, status=400)
+    account = get_object_or_404(PointsAccount, user=request.user)
+    if account.balance < points:
+        return JsonResponse({"error": "insufficient-points"}, status=409)
+    time.sleep(PAYMENT_SECONDS)  # issue the voucher
+    fence = request.redis_lock.fence
+    accounts = PointsAccount.objects.filter(pk=account.pk)
+    if not fenced_update(accounts, fence, balance=F("balance") - points):
+        # Our lock expired mid-way and a newer holder wrote first: do not spend twice.
+        return JsonResponse({"error": "retry"}, status=409)
+    Redemption.objects.create(account=account, points=points, fence=fence)
+    return JsonResponse({"balance": account.balance - points}, status=201)

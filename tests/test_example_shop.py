@@ -1,0 +1,108 @@
+"""The example shop, live: served by 4 forked processes on a loopback port, hammered over HTTP
+by buyer processes, with the lock on a real redis-server (standalone and Cluster)."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import connections
+from django.test import Client
+from shop.demo import Server, hammer
+from shop.models import Order, PointsAccount, Product, Redemption
+
+from .conftest import Backend
+
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def shop(real_backend: Backend) -> Iterator[Server]:
+    with Server().start(workers=4) as server:
+        yield server
+
+
+class StockWatch:
+    """Reads the stock every few milliseconds while buyers run; remembers the lowest."""
+
+    def __init__(self, product: Product) -> None:
+        self.product_id = product.pk
+        self.lowest = product.stock
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.watch)
+        self.thread.start()
+
+    def watch(self) -> None:
+        try:
+            while not self.done.wait(0.005):
+                stock = Product.objects.get(pk=self.product_id).stock
+                self.lowest = min(self.lowest, stock)
+        finally:
+            connections.close_all()
+
+    def stop(self) -> int:
+        self.done.set()
+        self.thread.join()
+        return self.lowest
+
+
+def test_guarded_flash_sale_sells_exactly_the_stock(shop: Server) -> None:
+    product = Product.objects.create(name="sale", stock=100)
+    watch = StockWatch(product)
+    run = hammer(shop.port, f"/products/{product.pk}/buy/", buyers=8, attempts=250)
+    lowest = watch.stop()
+    product.refresh_from_db()
+    assert run.requests == 2000
+    assert set(run.statuses) <= {201, 409, 410}, run.statuses
+    assert run.statuses[201] == 100
+    assert Order.objects.filter(product=product).count() == 100
+    assert product.stock == 0
+    assert lowest >= 0
+
+
+@pytest.mark.parametrize("real_backend", ["redis"], indirect=True)
+def test_control_the_unguarded_twin_oversells(shop: Server) -> None:
+    # Proves the set-up can see overselling, so the exact count above means something.
+    product = Product.objects.create(name="sale", stock=100)
+    run = hammer(shop.port, f"/products/{product.pk}/buy-unguarded/", buyers=8, attempts=50)
+    assert Order.objects.filter(product=product).count() > 100
+    assert run.statuses[201] > 100
+
+
+def test_concurrent_redemptions_of_a_full_balance_spend_it_once(shop: Server) -> None:
+    user = User.objects.create_user("dora")
+    account = PointsAccount.objects.create(user=user, balance=1000)
+    client = Client()
+    client.force_login(user)
+    session = {"sessionid": client.cookies["sessionid"].value}
+    run = hammer(
+        shop.port, "/points/redeem/", buyers=16, attempts=1, data={"points": 1000}, cookies=session
+    )
+    account.refresh_from_db()
+    assert run.statuses[201] == 1, run.statuses
+    assert run.statuses[409] == 15
+    assert account.balance == 0
+    assert Redemption.objects.filter(account=account).count() == 1
+    assert Redemption.objects.get(account=account).fence == account.fence > 0
+
+
+@pytest.mark.parametrize("real_backend", ["redis"], indirect=True)
+def test_flash_sale_demo_command_prints_the_table(real_backend: Backend) -> None:
+    out = io.StringIO()
+    call_command("flash_sale_demo", stock=20, buyers=4, attempts=15, workers=2, stdout=out)
+    text = out.getvalue()
+    assert "endpoint" in text
+    assert "oversold" in text
+    assert "guarded: 20 orders, 0 left (exact)." in text
+    assert Product.objects.get(name="Flash sale (guarded)").orders.count() == 20
+
+
+def test_demo_command_rejects_bad_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("flash_sale_demo", buyers=0)
+    assert exit_info.value.code == 2
+    assert "--buyers must be at least 1" in capsys.readouterr().err
