@@ -25,6 +25,8 @@ STATUS_NAMES = {201: "ok", 409: "busy", 410: "sold out"}
 
 
 class _QuietHandler(WSGIRequestHandler):
+    disable_nagle_algorithm = True
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
