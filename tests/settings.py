@@ -1,7 +1,13 @@
 import os
+import sys
 import tempfile
+from pathlib import Path
 
 import fakeredis
+
+# The example project's shop app is tested live; whatever loads these settings (pytest,
+# mypy's Django plugin) must be able to import it.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "example_project"))
 
 SECRET_KEY = "django-redislock-tests"
 DEBUG = False
