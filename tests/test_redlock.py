@@ -1,0 +1,480 @@
+"""Redlock on real, independent redis-server processes: nodes are killed, stopped and stalled
+for real, and holders and waiters run in real OS processes."""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from django.core.exceptions import ImproperlyConfigured
+
+from django_redislock.exceptions import (
+    LockError,
+    LockNotOwned,
+    LockTimeout,
+    RedisUnavailable,
+)
+from django_redislock.listing import list_locks
+from django_redislock.nodes import NODE_TIMEOUT
+from django_redislock.redlock import Redlock
+from django_redislock.signals import lock_acquired, lock_busy, lock_lost, lock_released
+from django_redislock.testing import RedisServer, free_port
+
+COUNTER = "test:redlock-counter"
+FOREIGN = b"0123456789abcdef|0|0|1|elsewhere"
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[list[RedisServer]]:
+    group = [RedisServer() for _ in range(5)]
+    try:
+        for server in group:
+            server.start()
+        yield group
+    finally:
+        for server in group:
+            server.cleanup()
+
+
+_raw: dict[int, redis.Redis] = {}
+
+
+def raw(server: RedisServer) -> redis.Redis:
+    """A plain client of one node, to look at it from outside."""
+    if server.port not in _raw:
+        _raw[server.port] = server.client(socket_timeout=5)
+    return _raw[server.port]
+
+
+def revive(servers: list[RedisServer]) -> None:
+    for server in servers:
+        if server.process is None:
+            server.start()
+        else:
+            server.process.send_signal(signal.SIGCONT)
+        raw(server).flushall()
+
+
+def _group(servers: list[RedisServer], settings: Any, count: int) -> Iterator[list[RedisServer]]:
+    revive(servers)
+    group = servers[:count]
+    settings.REDISLOCK = {"REDLOCK_NODES": [server.url for server in group]}
+    yield group
+    revive(servers)
+
+
+@pytest.fixture
+def three(servers: list[RedisServer], settings: Any) -> Iterator[list[RedisServer]]:
+    yield from _group(servers, settings, 3)
+
+
+@pytest.fixture
+def five(servers: list[RedisServer], settings: Any) -> Iterator[list[RedisServer]]:
+    yield from _group(servers, settings, 5)
+
+
+@pytest.fixture(params=[3, 5], ids=["3-nodes", "5-nodes"])
+def group(request: pytest.FixtureRequest) -> list[RedisServer]:
+    return list(request.getfixturevalue("three" if request.param == 3 else "five"))
+
+
+def holding(group: list[RedisServer], lock: Redlock) -> int:
+    """How many running nodes have the lock's key."""
+    return sum(bool(raw(s).exists(lock.keys[0])) for s in group if s.process is not None)
+
+
+def take_down(servers: list[RedisServer]) -> None:
+    for i, server in enumerate(servers):  # crashes and clean shutdowns
+        if i % 2:
+            server.kill()
+        else:
+            server.stop()
+
+
+def test_one_owner_at_a_time_on_every_node(group):
+    first, second = Redlock("sale:1", ttl=5), Redlock("sale:1", ttl=5)
+    assert first.quorum == len(group) // 2 + 1
+    assert not first.locked()
+    assert first.acquire(0)
+    assert first.locked()
+    assert first.owned()
+    assert holding(group, first) == len(group)
+    assert 4.9 < first.ttl() <= 5.0
+    assert not second.acquire(0)
+    assert not second.owned()
+    with pytest.raises(LockTimeout) as info, Redlock("sale:1", ttl=5, timeout=0.1):
+        pytest.fail("body must not run")
+    assert info.value.lock_name == "sale:1"
+    first.release()
+    assert holding(group, first) == 0
+    assert not first.locked()
+    assert first.ttl() is None
+    assert second.acquire(0)
+    second.release()
+
+
+def test_context_manager_holds_the_lock_for_its_body(three):
+    with Redlock("ctx", ttl=5, timeout=0) as lock:
+        assert lock.owned()
+        assert holding(three, lock) == 3
+    assert holding(three, lock) == 0
+    assert lock.validity is None
+
+
+@pytest.mark.parametrize(
+    ("count", "down", "acquired"),
+    [(3, 1, True), (3, 2, False), (5, 1, True), (5, 2, True), (5, 3, False)],
+)
+def test_a_minority_of_nodes_down_is_tolerated(five, settings, count, down, acquired):
+    group = five[:count]
+    settings.REDISLOCK = {"REDLOCK_NODES": [server.url for server in group]}
+    take_down(group[:down])
+    alive = group[down:]
+    lock = Redlock("minority", ttl=5)
+    start = time.monotonic()
+    assert lock.acquire(0) is acquired
+    assert time.monotonic() - start < 0.1, "a dead node costs no retries"
+    if acquired:
+        assert holding(alive, lock) == len(alive)
+        assert lock.owned()
+        lock.release()
+    else:
+        start = time.monotonic()
+        with pytest.raises(LockTimeout), Redlock("minority", ttl=5, timeout=0.3):
+            pytest.fail("body must not run")
+        assert 0.3 <= time.monotonic() - start < 0.8
+    assert holding(alive, lock) == 0, "a failed or released acquire leaves no key behind"
+
+
+def test_nodes_that_come_back_rejoin(three):
+    take_down(three[:2])
+    lock = Redlock("rejoin", ttl=5)
+    assert not lock.acquire(0)
+    revive(three)  # empty, without our scripts: EVALSHA fails there, EVAL loads them
+    assert lock.acquire(0)
+    assert holding(three, lock) == 3
+    lock.release()
+
+
+def test_scripts_flushed_on_every_node_are_loaded_again(three):
+    for server in three:
+        raw(server).script_flush()
+    lock = Redlock("flushed", ttl=5)
+    assert lock.acquire(0)
+    assert lock.owned()
+    lock.release()
+    assert holding(three, lock) == 0
+
+
+def test_every_node_down_is_redis_unavailable_at_once(three):
+    held = Redlock("down", ttl=5)
+    held.acquire(0)
+    take_down(three)
+    lock = Redlock("down", ttl=5, timeout=10)
+    start = time.monotonic()
+    with pytest.raises(RedisUnavailable, match="none of its 3 nodes is reachable"):
+        lock.acquire()
+    assert time.monotonic() - start < 0.2, "an outage is not contention: no waiting"
+    for call in (lock.locked, lock.ttl, held.owned, held.release):
+        with pytest.raises(RedisUnavailable):
+            call()
+
+
+def test_a_stalled_node_costs_at_most_one_node_timeout(three):
+    process = three[0].process
+    assert process is not None
+    lock = Redlock("stalled", ttl=5)
+    process.send_signal(signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        assert lock.acquire(0)
+        took = time.monotonic() - start
+        assert took < NODE_TIMEOUT + 0.3
+        assert 4.9 - took < lock.validity <= 5 - took
+        start = time.monotonic()
+        lock.release()
+        assert time.monotonic() - start < NODE_TIMEOUT + 0.3
+        # A round longer than the TTL: the majority it got had expired before it ended.
+        brief = Redlock("stalled-brief", ttl=0.3)
+        assert not brief.acquire(0)
+        assert brief.validity is None
+        assert holding(three[1:], brief) == 0
+    finally:
+        process.send_signal(signal.SIGCONT)
+
+
+def test_stalled_nodes_wait_out_one_node_timeout_together(five):
+    lock = Redlock("stalled-pair", ttl=5)
+    with lock:  # every node now has a pooled connection: the next round only sends and reads
+        pass
+    stalled = [server.process for server in five[:2]]
+    for process in stalled:
+        assert process is not None
+        process.send_signal(signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        assert lock.acquire(0)
+        assert time.monotonic() - start < NODE_TIMEOUT + 0.3, "not one timeout per node"
+        lock.release()
+    finally:
+        for process in stalled:
+            process.send_signal(signal.SIGCONT)
+
+
+@pytest.mark.parametrize(("foreign", "acquired"), [(2, False), (1, True)])
+def test_a_lock_held_elsewhere_on_some_nodes(three, foreign, acquired):
+    lock = Redlock("partial", ttl=5)
+    for server in three[:foreign]:
+        raw(server).set(lock.keys[0], FOREIGN, px=5000)
+    assert lock.acquire(0) is acquired
+    for server in three[:foreign]:
+        assert raw(server).get(lock.keys[0]) == FOREIGN, "a foreign hold is never touched"
+    ours = [raw(server).get(lock.keys[0]) for server in three[foreign:]]
+    if acquired:
+        assert all(value is not None and value != FOREIGN for value in ours)
+        lock.release()
+    assert holding(three[foreign:], lock) == 0
+
+
+def test_validity_runs_out_with_the_ttl(three):
+    lost: list[str] = []
+    lock_lost.connect(receiver := lambda sender, name, **kwargs: lost.append(name))
+    try:
+        lock = Redlock("brief", ttl=0.5)
+        assert lock.validity is None
+        assert lock.acquire(0)
+        assert 0.4 < lock.validity <= 0.5 * 0.99
+        time.sleep(0.55)
+        assert lock.validity == 0.0
+        assert not lock.owned()
+        with pytest.raises(LockNotOwned):
+            lock.release()
+        assert lost == [], "a hold that simply ran out is not reported lost"
+    finally:
+        lock_lost.disconnect(receiver)
+
+
+def test_extend_restores_the_validity(three):
+    lock = Redlock("long-job", ttl=1)
+    lock.acquire(0)
+    time.sleep(0.3)
+    assert lock.validity < 0.7
+    lock.extend(3)
+    assert 2.9 < lock.validity <= 3 * 0.99
+    assert 2.9 < lock.ttl() <= 3
+    lock.extend()
+    assert lock.ttl() <= 1
+    lock.release()
+
+
+def test_extend_after_expiry_is_not_owned(three):
+    lock = Redlock("expired", ttl=0.2)
+    lock.acquire(0)
+    time.sleep(0.3)
+    assert Redlock("expired", ttl=5).acquire(0)  # somebody else's now
+    with pytest.raises(LockNotOwned) as info:
+        lock.extend(5)
+    assert info.value.lock_name == "expired"
+    with pytest.raises(LockNotOwned):
+        lock.release()
+    assert holding(three, lock) == 3, "the new holder's lock is untouched"
+
+
+def test_a_lock_lost_on_a_majority_is_reported_by_extend_and_release(three):
+    lost: list[str] = []
+    lock_lost.connect(receiver := lambda sender, name, **kwargs: lost.append(name))
+    try:
+        lock = Redlock("lost", ttl=30)
+        lock.acquire(0)
+        for server in three[:2]:  # e.g. two nodes restarted without persistence
+            raw(server).delete(lock.keys[0])
+        with pytest.raises(LockNotOwned):
+            lock.extend()
+        assert lost == ["lost"]
+        assert holding(three, lock) == 0, "released on the node that still had it"
+        assert not lock.owned()
+        lock.acquire(0)
+        for server in three:
+            raw(server).delete(lock.keys[0])
+        with pytest.raises(LockNotOwned):
+            lock.release()
+        assert lost == ["lost", "lost"]
+    finally:
+        lock_lost.disconnect(receiver)
+
+
+def test_not_reentrant_and_one_hold_per_thread(three):
+    lock = Redlock("once", ttl=5)
+    lock.acquire(0)
+    with pytest.raises(LockError, match="not reentrant"):
+        lock.acquire(0)
+    other: list[bool] = []
+    thread = threading.Thread(target=lambda: other.append(lock.acquire(0)))
+    thread.start()
+    thread.join()
+    assert other == [False]
+    lock.release()
+
+
+def test_holds_are_listed_on_each_node(three):
+    with Redlock("shop:listed", ttl=30):
+        for server in three:
+            [info] = list_locks("shop:", using=server.url).locks
+            assert info.name == "shop:listed"
+            assert 29 < info.ttl <= 30
+            assert info.fence is None
+
+
+def test_cache_aliases_are_nodes_too(three, settings):
+    settings.CACHES = {
+        **settings.CACHES,
+        "node0": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": three[0].url},
+    }
+    lock = Redlock("aliased", ttl=5, nodes=["node0", three[1].url, three[2].url])
+    assert lock.acquire(0)
+    assert raw(three[0]).exists(lock.keys[0])
+    lock.release()
+    assert holding(three, lock) == 0
+
+
+def test_signals(three):
+    seen: list[tuple[str, str, Any]] = []
+
+    def make(kind: str) -> Any:
+        def receiver(sender: Any, name: str, **kwargs: Any) -> None:
+            assert sender is Redlock
+            seen.append((kind, name, kwargs.get("fence", kwargs.get("timeout"))))
+
+        return receiver
+
+    receivers = {
+        s: make(k) for s, k in [(lock_acquired, "acq"), (lock_released, "rel"), (lock_busy, "busy")]
+    }
+    for sig, receiver in receivers.items():
+        sig.connect(receiver)
+    try:
+        with Redlock("sig", ttl=5):
+            Redlock("sig", ttl=5).acquire(0)
+    finally:
+        for sig, receiver in receivers.items():
+            sig.disconnect(receiver)
+    assert seen == [("acq", "sig", None), ("busy", "sig", 0.0), ("rel", "sig", None)]
+
+
+def test_an_acquire_that_fails_half_way_leaves_no_lock_behind(three):
+    def boom(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("receiver failed")
+
+    lock_acquired.connect(boom)
+    try:
+        with pytest.raises(RuntimeError, match="receiver failed"):
+            Redlock("half", ttl=30).acquire(0)
+    finally:
+        lock_acquired.disconnect(boom)
+    assert not Redlock("half", ttl=30).locked()
+
+
+def hold_then_release(nodes: list[str], held: Any, seconds: float) -> None:
+    lock = Redlock("handoff", ttl=5, nodes=nodes)
+    assert lock.acquire(0)
+    held.set()
+    time.sleep(seconds)
+    lock.release()
+
+
+def test_a_waiter_gets_the_lock_soon_after_another_process_releases_it(three, processes):
+    held = processes.event()
+    processes.start(hold_then_release, [s.url for s in three], held, 0.3)
+    assert held.wait(10)
+    start = time.monotonic()
+    waiter = Redlock("handoff", ttl=5, timeout=2)
+    assert waiter.acquire()
+    assert 0.2 < time.monotonic() - start < 1.5
+    waiter.release()
+    processes.join_all(10)
+
+
+def hold_forever(nodes: list[str], held: Any) -> None:
+    Redlock("crashed", ttl=0.6, nodes=nodes).acquire(0)
+    held.set()
+    while True:
+        time.sleep(1)
+
+
+def test_a_killed_holder_blocks_others_at_most_its_ttl(three, processes, settings):
+    # A 5 s retry delay: only the busy nodes' reported TTL can wake the waiter in time.
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 5.0}
+    held = processes.event()
+    holder = processes.start(hold_forever, [s.url for s in three], held)
+    assert held.wait(10)
+    started = time.monotonic()
+    holder.kill()
+    assert Redlock("crashed", ttl=5).acquire(3)
+    assert time.monotonic() - started < 0.6 + 0.2
+
+
+def count_under_redlock(nodes: list[str], times: int) -> None:
+    counter = redis.Redis.from_url(nodes[0])
+    lock = Redlock("counter", ttl=5, nodes=nodes)
+    for _ in range(times):
+        assert lock.acquire(10)
+        value = int(counter.get(COUNTER) or 0)
+        counter.set(COUNTER, value + 1)
+        lock.release()
+
+
+def test_processes_increment_exactly(three, processes):
+    for _ in range(4):
+        processes.start(count_under_redlock, [s.url for s in three], 50)
+    processes.join_all(60)
+    assert int(raw(three[0]).get(COUNTER)) == 200
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"nodes": []}, ValueError, "nodes must not be empty"),
+        ({"nodes": "redis://127.0.0.1:1/0"}, TypeError, "nodes must be a list"),
+        ({"nodes": [1]}, TypeError, "nodes entries must be str"),
+        ({"nodes": ["nowhere"]}, ValueError, "nodes entry 'nowhere' is neither"),
+        ({"nodes": ["redis://a:1/0", "redis://a:1/0"]}, ValueError, "nodes lists a node twice"),
+        ({"name": ""}, ValueError, "name must not be empty"),
+        ({"name": "two words"}, ValueError, "whitespace"),
+        ({"name": 7}, TypeError, "name must be a str"),
+        ({"ttl": 0}, ValueError, "ttl must be > 0"),
+        ({"ttl": math.inf}, ValueError, "ttl must be finite"),
+        ({"ttl": "5"}, TypeError, "ttl must be a number"),
+        ({"timeout": -1}, ValueError, "timeout must be >= 0"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, error, match):
+    arguments = {"name": "ok", "nodes": ["redis://127.0.0.1:1/0"], **kwargs}
+    with pytest.raises(error, match=match):
+        Redlock(**arguments)
+
+
+@pytest.mark.parametrize("nodes", [[], ["nowhere"]])
+def test_bad_nodes_setting_is_improperly_configured(settings, nodes):
+    settings.REDISLOCK = {"REDLOCK_NODES": nodes}
+    with pytest.raises(ImproperlyConfigured, match=r"REDISLOCK\['REDLOCK_NODES'\]"):
+        Redlock("x")
+
+
+def test_constructing_touches_no_redis(settings):
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    settings.REDISLOCK = {"REDLOCK_NODES": [closed]}
+    lock = Redlock("nothing-yet", ttl=5)
+    assert lock.nodes == [closed]
+    assert repr(lock) == "<Redlock 'nothing-yet' ttl=5.0 nodes=1>"
+    with pytest.raises(ValueError, match="timeout"):
+        lock.acquire(-1)
+    with pytest.raises(LockNotOwned):
+        lock.extend(1)
+    with pytest.raises(RedisUnavailable):
+        lock.acquire(0)
