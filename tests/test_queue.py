@@ -1,0 +1,167 @@
+"""The queue API on fakeredis, a real redis-server and a real Cluster."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from django_redislock.exceptions import JobNotFound
+from django_redislock.queue import Queue, get_queue
+
+from .conftest import Backend
+
+
+@pytest.fixture
+def queue(backend: Backend, settings: Any) -> Queue:
+    settings.REDISLOCK = {
+        **settings.REDISLOCK,
+        "QUEUES": {"default": {"LEASE": 5, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05}},
+    }
+    return get_queue("default")
+
+
+def test_enqueue_pop_ack(queue: Queue) -> None:
+    job = queue.enqueue("shop.tasks.close", args=[7], kwargs={"why": "unpaid"})
+    assert job.state == "ready"
+    assert abs(job.score - time.time() * 1000) < 1000
+    assert queue.counts() == {"ready": 1, "scheduled": 0, "running": 0, "dead": 0}
+    [popped] = queue.pop()
+    assert (popped.id, popped.task, popped.args, popped.kwargs) == (
+        job.id,
+        "shop.tasks.close",
+        [7],
+        {"why": "unpaid"},
+    )
+    assert popped.attempts == 1
+    assert popped.lease
+    assert queue.counts()["running"] == 1
+    assert queue.ack(popped)
+    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert not queue.ack(popped)
+    with pytest.raises(JobNotFound):
+        queue.get(job.id)
+
+
+def test_priority_then_fifo(queue: Queue) -> None:
+    for i, priority in enumerate([0, 5, 0, -3, 5, 100, -100]):
+        queue.enqueue("t", args=[i], priority=priority)
+    order = [job.args[0] for job in queue.pop(10)]
+    assert order == [5, 1, 4, 0, 2, 3, 6]
+
+
+def test_job_id_dedupe_keeps_first_or_replaces(queue: Queue) -> None:
+    first = queue.enqueue("t", args=[1], job_id="close:1", delay=60)
+    kept = queue.enqueue("t", args=[2], job_id="close:1")
+    assert kept.score == first.score
+    assert queue.get("close:1").args == [1]
+    assert queue.counts()["scheduled"] == 1
+    replaced = queue.enqueue("t", args=[3], job_id="close:1", replace=True)
+    assert replaced.score < first.score
+    assert queue.get("close:1").args == [3]
+    assert queue.counts() == {"ready": 1, "scheduled": 0, "running": 0, "dead": 0}
+
+
+def test_delayed_and_at(queue: Queue) -> None:
+    soon = queue.enqueue("t", delay=0.2)
+    later = queue.enqueue("t", at=datetime.now(timezone.utc) + timedelta(hours=1))
+    assert queue.counts()["scheduled"] == 2
+    assert queue.pop() == []
+    jobs, wait = queue.pop_and_wait(1)
+    assert jobs == []
+    assert wait is not None and 0 < wait <= 0.2
+    time.sleep(0.25)
+    [job] = queue.pop()
+    assert job.id == soon.id
+    assert [j.id for j in queue.jobs("scheduled")] == [later.id]
+
+
+def test_cancel_compares_the_due_time(queue: Queue) -> None:
+    job = queue.enqueue("t", job_id="close:9", delay=30)
+    assert not queue.cancel("close:9", score=job.score + 1)
+    moved = queue.enqueue("t", job_id="close:9", delay=60, replace=True)
+    assert not queue.cancel("close:9", score=job.score)
+    assert queue.cancel("close:9", score=moved.score)
+    assert not queue.cancel("close:9")
+    assert queue.counts()["scheduled"] == 0
+
+
+def test_enqueue_many_in_one_step(queue: Queue) -> None:
+    jobs = queue.enqueue_many([{"task": "t", "args": [i], "job_id": f"j{i}"} for i in range(500)])
+    assert len(jobs) == 500
+    assert queue.counts()["ready"] == 500
+    assert [j.args[0] for j in queue.peek(3)] == [0, 1, 2]
+    assert queue.counts()["ready"] == 500
+
+
+def test_retry_and_fail_to_the_dead_set(queue: Queue) -> None:
+    queue.enqueue("t", job_id="poison")
+    [job] = queue.pop()
+    assert queue.fail(job, ValueError("bad input"), "Traceback: ...")
+    assert queue.get("poison").state == "scheduled"  # backoff
+    time.sleep(0.1)
+    [job] = queue.pop()
+    assert job.attempts == 2
+    assert queue.fail(job, "still bad", "Traceback 2")
+    dead = queue.get("poison")
+    assert (dead.state, dead.error, dead.traceback) == ("dead", "still bad", "Traceback 2")
+    assert queue.counts()["dead"] == 1
+    assert queue.requeue("poison")
+    [job] = queue.pop()
+    assert job.attempts == 1
+    assert queue.retry(job, delay=0)
+    assert queue.pop()[0].id == "poison"
+
+
+def test_expired_lease_is_delivered_again_then_dead(queue: Queue) -> None:
+    queue.enqueue("t", job_id="crashy")
+    [first] = queue.pop(lease=0.05)
+    time.sleep(0.1)
+    [second] = queue.pop(lease=0.05)
+    assert second.id == "crashy"
+    assert second.attempts == 2
+    assert not queue.ack(first)  # the old lease is void
+    time.sleep(0.1)
+    assert queue.pop() == []
+    assert queue.get("crashy").state == "dead"
+    assert "lease ran out" in queue.get("crashy").error
+
+
+def test_renew_keeps_a_lease(queue: Queue) -> None:
+    queue.enqueue("t", job_id="long")
+    [job] = queue.pop(lease=0.2)
+    for _ in range(3):
+        time.sleep(0.1)
+        assert queue.renew([job], lease=0.2) == []
+    assert queue.pop() == []
+    assert queue.ack(job)
+
+
+def test_purge(queue: Queue) -> None:
+    queue.enqueue_many([{"task": "t", "delay": 60} for _ in range(25)])
+    assert queue.purge("scheduled", batch=10) == 25
+    assert queue.counts()["scheduled"] == 0
+
+
+def test_bad_arguments(queue: Queue) -> None:
+    with pytest.raises(TypeError, match="JSON"):
+        queue.enqueue("t", args=[object()])
+    with pytest.raises(ValueError, match="priority"):
+        queue.enqueue("t", priority=101)
+    with pytest.raises(ValueError, match="delay"):
+        queue.enqueue("t", delay=-1)
+    with pytest.raises(TypeError, match="aware"):
+        queue.enqueue("t", at=datetime.now())
+    with pytest.raises(TypeError, match="delay or at"):
+        queue.enqueue("t", delay=1, at=datetime.now(timezone.utc))
+    with pytest.raises(ValueError, match="job_id"):
+        queue.enqueue("t", job_id="")
+    with pytest.raises(TypeError, match="task"):
+        queue.enqueue("")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="state"):
+        queue.jobs("done")
+    with pytest.raises(ImproperlyConfigured, match="Unknown queue 'mail'"):
+        get_queue("mail")
