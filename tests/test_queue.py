@@ -72,7 +72,8 @@ def test_delayed_and_at(queue: Queue) -> None:
     assert queue.pop() == []
     jobs, wait = queue.pop_and_wait(1)
     assert jobs == []
-    assert wait is not None and 0 < wait <= 0.2
+    assert wait is not None
+    assert 0 < wait <= 0.2
     time.sleep(0.25)
     [job] = queue.pop()
     assert job.id == soon.id
