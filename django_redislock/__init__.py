@@ -6,19 +6,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["AsyncLock", "Lock", "Redlock", "get_redis", "redis_locked"]
+__all__ = ["AsyncLock", "Lock", "Redlock", "get_queue", "get_redis", "redis_locked"]
 
 if TYPE_CHECKING:
     from .async_locks import AsyncLock
     from .connection import get_redis
     from .decorators import redis_locked
     from .locks import Lock
+    from .queue import get_queue
     from .redlock import Redlock
 
 _LAZY = {
     "AsyncLock": ".async_locks",
     "Lock": ".locks",
     "Redlock": ".redlock",
+    "get_queue": ".queue",
     "get_redis": ".connection",
     "redis_locked": ".decorators",
 }

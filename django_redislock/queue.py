@@ -23,7 +23,7 @@ MAX_JOB_ID = 200
 
 
 def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,7 @@ class Queue:
         except (TypeError, ValueError, UnicodeDecodeError):
             # Never anything but JSON: a job written by something else is left as text, and
             # the worker sends it to the dead set.
-            data = {"task": "", "args": [], "kwargs": {}, "invalid": _text(payload)[:200]}
+            data = {"task": "", "args": [], "kwargs": {}}
         return self._job(job_id, data, **extra)
 
     def ack(self, job: Job, result: str | None = None, result_key: str = "") -> bool:
@@ -244,11 +244,15 @@ class Queue:
         """Record a failure: retried after the backoff, or dead after ``MAX_ATTEMPTS``."""
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         if job.attempts >= self.max_attempts:
-            return bool(self._run(SETTLE, job.id, job.lease or "", -1, text, traceback))
+            return self.bury(job, text, traceback)
         delay = self.retry_backoff * 2 ** max(0, job.attempts - 1)
         return bool(
             self._run(SETTLE, job.id, job.lease or "", round(delay * 1000), text, traceback)
         )
+
+    def bury(self, job: Job, error: str, traceback: str = "") -> bool:
+        """Send a popped job straight to the dead set (it can never succeed)."""
+        return bool(self._run(SETTLE, job.id, job.lease or "", -1, error, traceback))
 
     def renew(self, jobs: Sequence[Job], lease: float | None = None) -> list[str]:
         """Extend the leases of popped jobs; returns the ids whose lease was already lost."""
