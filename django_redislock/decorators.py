@@ -7,6 +7,8 @@ import functools
 import inspect
 import logging
 import string
+import threading
+import weakref
 from collections.abc import Callable
 from hashlib import sha1
 from threading import get_ident
@@ -17,11 +19,12 @@ import redis
 from asgiref.sync import iscoroutinefunction
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.template.response import SimpleTemplateResponse
 
 from .async_locks import AsyncLock, _task
 from .conf import ON_REDIS_ERROR_CHOICES, conf
 from .exceptions import RedisLockError, RedisUnavailable
-from .keys import MAX_NAME_LENGTH, validate_seconds
+from .keys import MAX_NAME_LENGTH, validate_name, validate_seconds
 from .lockbase import LockBase
 from .locks import Lock
 
@@ -32,9 +35,10 @@ REDIS_ERRORS = (RedisUnavailable, redis.RedisError)
 # Seconds a refused client is told to wait. View locks are held for milliseconds, so the
 # shortest value HTTP can express is the honest one.
 RETRY_AFTER = 1
-# Characters a URL value may keep in a lock name; the rest is %-encoded, so no value can
-# break the name's rules (braces, whitespace) or make two different values collide.
-_NAME_SAFE = "!$&'()*+,;=:@-._~/"
+# A URL value keeps only letters, digits and "-._~" in a lock name; the rest is %-encoded,
+# so no value can break the name's rules (braces, whitespace) or, holding the template's
+# separators (":", "/"), make two different sets of values share a name.
+_NAME_SAFE = ""
 
 
 def redis_locked(
@@ -92,8 +96,6 @@ def redis_locked(
                 return await guard.async_view(request, *args, **kwargs)
 
             return async_wrapper  # type: ignore[return-value]
-        if on_busy is not None and iscoroutinefunction(on_busy):
-            raise TypeError(f"on_busy of the sync view {guard.view_name} must not be async.")
 
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
@@ -102,6 +104,19 @@ def redis_locked(
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+class _Anything(dict[Any, Any]):
+    """Stands for any URL argument, and any attribute of it, when checking a template."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return self
+
+    def __format__(self, spec: str) -> str:
+        return "x"
 
 
 class _KeyFormatter(string.Formatter):
@@ -161,6 +176,15 @@ class _Guard:
                 f"@redis_locked on {self.view_name}: the key {template!r} has an empty {{}}; "
                 "name the URL argument, e.g. {product_id}, or use {request.user.pk}."
             )
+        anything: Any = _Anything()
+        sample = string.Formatter().vformat(template, anything, anything)
+        try:
+            validate_name(sample)
+        except (TypeError, ValueError) as exc:
+            raise ImproperlyConfigured(
+                f"@redis_locked on {self.view_name}: the key {template!r} cannot make a lock "
+                f"name: {exc}"
+            ) from exc
         try:
             parameters = inspect.signature(self.view).parameters
         except (TypeError, ValueError):
@@ -206,6 +230,9 @@ class _Guard:
         if not acquired:
             if self.on_busy is not None:
                 response = self.on_busy(request, lock)
+                if inspect.isawaitable(response):
+                    response.close()  # type: ignore[attr-defined]
+                    raise TypeError(f"on_busy of the sync view {self.view_name} must not be async.")
                 if response is not None:
                     return response
             return self.busy(request)
@@ -247,7 +274,9 @@ class _Guard:
         except BaseException:
             await _arelease(lock)
             raise
-        if isinstance(response, HttpResponseBase) and response.streaming:
+        if isinstance(response, SimpleTemplateResponse) or (
+            isinstance(response, HttpResponseBase) and response.streaming
+        ):
             return _release_when_sent(response, lock, owner)
         await _arelease(lock)
         return response
@@ -296,13 +325,35 @@ def _refusal(request: HttpRequest, status: int, code: str, detail: str) -> HttpR
 
 
 def _release_when_sent(response: Any, lock: LockBase, owner: tuple[Any, ...]) -> Any:
+    """Release now, or when the response is complete: a template response once rendered, a
+    streaming one once the server closed it. If such a response is discarded instead (a
+    middleware replaced it, the client left), its garbage collection releases the lock."""
+    if isinstance(response, SimpleTemplateResponse) and not response.is_rendered:
+        once = _Once(lock, owner)
+        response.add_post_render_callback(lambda rendered: once())
+        weakref.finalize(response, once)
+        return response
     if isinstance(response, HttpResponseBase) and response.streaming:
-        # The server closes a response once the last byte is sent (or the client left);
-        # closing may happen on another thread, hence a release by owner over a sync client.
-        response._resource_closers.append(functools.partial(_release, lock, owner))  # type: ignore[attr-defined]
+        # Closing may happen on another thread, hence a release by owner over a sync client.
+        once = _Once(lock, owner)
+        response._resource_closers.append(once)  # type: ignore[attr-defined]
+        weakref.finalize(response, once)
         return response
     _release(lock, owner)
     return response
+
+
+class _Once:
+    def __init__(self, lock: LockBase, owner: tuple[Any, ...]) -> None:
+        self.lock: LockBase | None = lock
+        self.owner = owner
+        self.guard = threading.Lock()
+
+    def __call__(self) -> None:
+        with self.guard:
+            lock, self.lock = self.lock, None
+        if lock is not None:
+            _release(lock, self.owner)
 
 
 def _release(lock: LockBase, owner: tuple[Any, ...]) -> None:

@@ -13,6 +13,7 @@ SECRET_KEY = "django-redislock-tests"
 DEBUG = False
 USE_TZ = True
 ROOT_URLCONF = "tests.urls"
+TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -4,6 +4,7 @@ a real WSGI server for streaming), on every backend."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import threading
@@ -15,8 +16,12 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 from django.core.wsgi import get_wsgi_application
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.template import engines
+from django.template.response import SimpleTemplateResponse
 from django.test import AsyncClient, Client
+from django.utils.decorators import method_decorator
+from django.views import View
 
 from django_redislock import Lock, redis_locked
 from django_redislock.testing import free_port
@@ -358,11 +363,85 @@ def test_async_on_busy_on_a_sync_view_is_refused() -> None:
     async def on_busy(request: HttpRequest, lock: Any) -> None:
         return None
 
+    @redis_locked("k", on_busy=on_busy)
     def view(request: HttpRequest) -> HttpResponse:
         return HttpResponse()
 
-    with pytest.raises(TypeError, match=r"on_busy of the sync view .*view must not be async"):
-        redis_locked("k", on_busy=on_busy)(view)
+    with Lock("k"), pytest.raises(TypeError, match=r"on_busy of the sync view .*view must not"):
+        view(HttpRequest())
+
+
+def test_async_on_busy_on_an_async_class_based_view() -> None:
+    async def on_busy(request: HttpRequest, lock: Any) -> HttpResponse:
+        return HttpResponse("later", status=503)
+
+    @method_decorator(redis_locked("acbv-busy", timeout=0, on_busy=on_busy), name="post")
+    class Later(View):
+        async def post(self, request: HttpRequest) -> HttpResponse:
+            return HttpResponse("now")
+
+    request = HttpRequest()
+    request.method = "POST"
+    view = Later.as_view()
+    assert run(view(request)).content == b"now"
+    with Lock("acbv-busy"):
+        assert run(view(request)).status_code == 503
+
+
+def test_values_never_collide_across_fields() -> None:
+    seen = []
+
+    @redis_locked("sale:{shop}:{item}")
+    def view(request: HttpRequest, shop: str, item: str) -> HttpResponse:
+        seen.append(request.redis_lock.name)  # type: ignore[attr-defined]
+        return HttpResponse()
+
+    view(HttpRequest(), shop="a:b", item="c")
+    view(HttpRequest(), shop="a", item="b:c")
+    view(HttpRequest(), shop="a/b", item="c")
+    assert len(set(seen)) == 3
+
+
+def test_a_template_that_cannot_make_a_name_fails_at_decoration() -> None:
+    def view(request: HttpRequest, pk: int) -> HttpResponse:
+        return HttpResponse()
+
+    with pytest.raises(ImproperlyConfigured, match=r"cannot make a lock name: .*whitespace"):
+        redis_locked("flash sale:{pk}")(view)
+
+
+def test_a_template_response_renders_under_the_lock() -> None:
+    seen = []
+
+    class Probe:
+        def __str__(self) -> str:
+            seen.append(held("tpl:1"))
+            return "probe"
+
+    @redis_locked("tpl:{n}")
+    def view(request: HttpRequest, n: int) -> SimpleTemplateResponse:
+        return SimpleTemplateResponse(
+            engines["django"].from_string("{{ probe }}"), {"probe": Probe()}
+        )
+
+    response = view(HttpRequest(), n=1)
+    assert held("tpl:1")
+    response.render()
+    assert seen == [True]
+    assert response.content == b"probe"
+    assert not held("tpl:1")
+
+
+def test_a_discarded_streaming_response_releases_the_lock() -> None:
+    @redis_locked("gone:{n}")
+    def view(request: HttpRequest, n: int) -> StreamingHttpResponse:
+        return StreamingHttpResponse(iter([b"x"]))
+
+    response = view(HttpRequest(), n=1)
+    assert held("gone:1")
+    del response  # e.g. a middleware answered 304 instead, or the client left
+    gc.collect()
+    assert not held("gone:1")
 
 
 def test_json_body_is_valid_json(client: Client) -> None:
