@@ -4,7 +4,6 @@ same settings as the sync ones (``REDISLOCK['URL']``, a URL, or a django-redis c
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,14 +36,21 @@ PORTABLE_KWARGS = (
     "ssl_keyfile", "ssl_certfile", "ssl_cert_reqs", "ssl_ca_certs", "ssl_check_hostname",
 )  # fmt: skip
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str | None, Any]] = (
-    weakref.WeakKeyDictionary()
-)
+# Clients live on their event loop (an attribute of it), not in a map keyed by the loop:
+# their connections refer to the loop, so a map would keep every loop ever used alive (under
+# WSGI, Django runs each async view in a loop of its own). This way a finished loop and its
+# clients are garbage together.
+_LOOP_ATTRIBUTE = "_django_redislock_clients"
+_generation = 0
 
 
 def get_async_redis(using: str | None = None) -> Any:
     """The asyncio client for ``using`` in the running event loop."""
-    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    generation, per_loop = getattr(loop, _LOOP_ATTRIBUTE, (None, None))
+    if per_loop is None or generation != _generation:
+        per_loop = {}
+        setattr(loop, _LOOP_ATTRIBUTE, (_generation, per_loop))
     client = per_loop.get(using)
     if client is None:
         client = per_loop[using] = _connect(using)
@@ -52,7 +58,9 @@ def get_async_redis(using: str | None = None) -> Any:
 
 
 def reset_async_connections() -> None:
-    _clients.clear()
+    """Make every loop build its clients again (the settings changed)."""
+    global _generation
+    _generation += 1
 
 
 def _connect(using: str | None) -> Any:
