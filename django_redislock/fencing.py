@@ -7,9 +7,13 @@ newer fence::
     with Lock(f"points:{user.pk}", fencing=True) as lock:
         account = PointsAccount.objects.get(user=user)
         ...
-        if not fenced_update(PointsAccount.objects.filter(pk=account.pk), lock.fence,
-                             balance=account.balance - cost):
-            raise LockNotOwned("a newer holder wrote first")
+        accounts = PointsAccount.objects.filter(pk=account.pk, balance__gte=cost)
+        if not fenced_update(accounts, lock.fence, balance=F("balance") - cost):
+            raise LockNotOwned("a newer holder wrote first, or the balance changed")
+
+The fence refuses a stale holder once a newer one has written. It cannot refuse a stale
+holder that writes first, after the newer one has read: so also make the write relative
+(``F(...)``) and conditional on what it relies on (``balance__gte=cost``).
 """
 
 from __future__ import annotations

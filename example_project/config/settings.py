@@ -47,8 +47,9 @@ DATABASES = {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("SHOP_DB", BASE_DIR / "shop.sqlite3"),
         # Several server processes write at once: WAL lets readers go on, and a writer
-        # waits for the file lock instead of failing.
-        "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL"},
+        # waits for the file lock instead of failing, but for less than the buy lock's TTL
+        # (5 s): a write that waited longer could land after the lock passed to the next buyer.
+        "OPTIONS": {"timeout": 2, "init_command": "PRAGMA journal_mode=WAL"},
     }
 }
 

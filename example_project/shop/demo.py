@@ -24,6 +24,19 @@ from django.db import connections
 STATUS_NAMES = {201: "ok", 409: "busy", 410: "sold out"}
 
 
+def _die_with_parent(parent: int) -> None:
+    """Linux: have the kernel SIGTERM this child when its parent dies, so a killed demo
+    leaves no server or buyer behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 class _QuietHandler(WSGIRequestHandler):
     disable_nagle_algorithm = True
 
@@ -43,12 +56,18 @@ class Server:
         listener = socket.create_server((self.host, self.port), backlog=1024)
         self.port = listener.getsockname()[1]
         connections.close_all()  # children must not share the parent's database socket
-        for _ in range(workers):
-            pid = os.fork()
-            if pid == 0:
-                _serve(listener)  # never returns
-            self.pids.append(pid)
-        listener.close()
+        parent = os.getpid()
+        try:
+            for _ in range(workers):
+                pid = os.fork()
+                if pid == 0:
+                    _serve(listener, parent)  # never returns
+                self.pids.append(pid)
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            listener.close()
         return self
 
     def stop(self) -> None:
@@ -65,10 +84,11 @@ class Server:
         self.stop()
 
 
-def _serve(listener: socket.socket) -> None:
+def _serve(listener: socket.socket, parent: int) -> None:
     code = 0
     try:
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+        _die_with_parent(parent)
         host, port = listener.getsockname()[:2]
         httpd = ThreadedWSGIServer((host, port), _QuietHandler, bind_and_activate=False)
         httpd.socket.close()
@@ -113,7 +133,8 @@ class Client:
 
 
 def _buyer(port: int, path: str, attempts: int, data: dict[str, Any], cookies: Any,
-           start: Any, progress: Any, results: Any) -> None:  # fmt: skip
+           start: Any, progress: Any, results: Any, parent: int) -> None:  # fmt: skip
+    _die_with_parent(parent)
     client = Client(port, cookies)
     statuses: Counter[int] = Counter()
     start.wait()
@@ -151,7 +172,7 @@ def hammer(
     procs = [
         context.Process(
             target=_buyer,
-            args=(port, path, attempts, data or {}, cookies, start, progress, results),
+            args=(port, path, attempts, data or {}, cookies, start, progress, results, os.getpid()),
             daemon=True,
         )
         for _ in range(buyers)

@@ -6,6 +6,8 @@ class Product(models.Model):
     name = models.CharField(max_length=100)
     # Signed on purpose: the unguarded twin of the sale can drive it below zero.
     stock = models.IntegerField(default=0)
+    # The fence of the last guarded sale written: a stale lock holder's write is refused.
+    fence = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:
         return self.name

@@ -1,6 +1,7 @@
 import time
 
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.db.models import F
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
@@ -22,21 +23,29 @@ def products(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"products": list(Product.objects.values("id", "name", "stock"))})
 
 
-def sell_one(product_id: int) -> JsonResponse:
+def sell_one(product_id: int, fence: int | None = None) -> JsonResponse:
     product = get_object_or_404(Product, pk=product_id)
     if product.stock <= 0:
         return JsonResponse({"error": "sold-out"}, status=410)
     time.sleep(PAYMENT_SECONDS)
-    order = Order.objects.create(product=product)
-    product.stock -= 1
-    product.save(update_fields=["stock"])
+    with transaction.atomic():
+        if fence is None:  # the unguarded twin: a plain read-modify-write
+            product.stock -= 1
+            product.save(update_fields=["stock"])
+        else:
+            # The safety net for a holder that outlived its lock's TTL (a long GC pause, a
+            # slow disk): write only if no newer holder wrote and the stock is as we read it.
+            rows = Product.objects.filter(pk=product.pk, stock=product.stock)
+            if not fenced_update(rows, fence, stock=F("stock") - 1):
+                return JsonResponse({"error": "retry"}, status=409)
+        order = Order.objects.create(product=product)
     return JsonResponse({"order": order.pk}, status=201)
 
 
 @require_POST
-@redis_locked("flash-sale:{product_id}", ttl=5, timeout=0.2)
+@redis_locked("flash-sale:{product_id}", ttl=5, timeout=0.2, fencing=True)
 def buy(request: HttpRequest, product_id: int) -> JsonResponse:
-    return sell_one(product_id)
+    return sell_one(product_id, fence=request.redis_lock.fence)
 
 
 @require_POST
@@ -57,9 +66,11 @@ def redeem(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"error": "insufficient-points"}, status=409)
     time.sleep(PAYMENT_SECONDS)  # issue the voucher
     fence = request.redis_lock.fence
-    accounts = PointsAccount.objects.filter(pk=account.pk)
-    if not fenced_update(accounts, fence, balance=F("balance") - points):
-        # Our lock expired mid-way and a newer holder wrote first: do not spend twice.
-        return JsonResponse({"error": "retry"}, status=409)
-    Redemption.objects.create(account=account, points=points, fence=fence)
+    # Written only if no newer lock holder wrote first (the fence) and the balance still
+    # covers it: a holder whose lock expired mid-way can never spend the points twice.
+    accounts = PointsAccount.objects.filter(pk=account.pk, balance__gte=points)
+    with transaction.atomic():
+        if not fenced_update(accounts, fence, balance=F("balance") - points):
+            return JsonResponse({"error": "retry"}, status=409)
+        Redemption.objects.create(account=account, points=points, fence=fence)
     return JsonResponse({"balance": account.balance - points}, status=201)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from typing import Any
@@ -31,6 +32,14 @@ class Command(BaseCommand):
             if options[name] < 1:
                 self.stderr.write(f"--{name} must be at least 1.")
                 sys.exit(2)
+        # A stop request unwinds the `with` below, which stops the server processes.
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        try:
+            self.run(options)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    def run(self, options: dict[str, Any]) -> None:
         call_command("migrate", verbosity=0)
         self.stdout.write(
             f"Redis: {getattr(settings, 'REDIS_URL', 'as configured')}\n"
