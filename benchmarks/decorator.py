@@ -112,24 +112,10 @@ def through_test_client(rounds: int, per_round: int) -> dict[str, list[float]]:
 
 
 def _serve(listener: socket.socket) -> None:
-    from django.core.handlers.wsgi import WSGIHandler
-    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
-
-    class Quiet(WSGIRequestHandler):
-        disable_nagle_algorithm = True  # else delayed ACKs add ~40 ms to keep-alive replies
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+    from django_redislock.testing import wsgi_server
 
     try:
-        host, port = listener.getsockname()[:2]
-        httpd = ThreadedWSGIServer((host, port), Quiet, bind_and_activate=False)
-        httpd.socket.close()
-        httpd.socket = listener
-        httpd.server_name, httpd.server_port = host, port
-        httpd.setup_environ()
-        httpd.set_app(WSGIHandler())
-        httpd.serve_forever()
+        wsgi_server(listener).serve_forever()
     finally:
         os._exit(0)
 

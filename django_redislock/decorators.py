@@ -224,9 +224,7 @@ class _Guard:
             if self.open_on_error(lock, exc):
                 request.redis_lock = None  # type: ignore[attr-defined]
                 return self.view(request, *args, **kwargs)
-            return _refusal(
-                request, 503, "redis-unavailable", "Service unavailable; retry shortly."
-            )
+            return _unavailable(request)
         if not acquired:
             if self.on_busy is not None:
                 response = self.on_busy(request, lock)
@@ -243,7 +241,9 @@ class _Guard:
         except BaseException:
             _release(lock, owner)
             raise
-        return _release_when_sent(response, lock, owner)
+        if not _release_later(response, lock, owner):
+            _release(lock, owner)
+        return response
 
     async def async_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         if self.needs_user and hasattr(request, "auser"):
@@ -256,9 +256,7 @@ class _Guard:
             if self.open_on_error(lock, exc):
                 request.redis_lock = None  # type: ignore[attr-defined]
                 return await self.view(request, *args, **kwargs)
-            return _refusal(
-                request, 503, "redis-unavailable", "Service unavailable; retry shortly."
-            )
+            return _unavailable(request)
         if not acquired:
             if self.on_busy is not None:
                 response = self.on_busy(request, lock)
@@ -274,11 +272,8 @@ class _Guard:
         except BaseException:
             await _arelease(lock)
             raise
-        if isinstance(response, SimpleTemplateResponse) or (
-            isinstance(response, HttpResponseBase) and response.streaming
-        ):
-            return _release_when_sent(response, lock, owner)
-        await _arelease(lock)
+        if not _release_later(response, lock, owner):
+            await _arelease(lock)
         return response
 
     def busy(self, request: HttpRequest) -> HttpResponse:
@@ -314,6 +309,10 @@ def _name_of(view: Any) -> str:
     return f"{getattr(view, '__module__', '?')}.{getattr(view, '__qualname__', repr(view))}"
 
 
+def _unavailable(request: HttpRequest) -> HttpResponse:
+    return _refusal(request, 503, "redis-unavailable", "Service unavailable; retry shortly.")
+
+
 def _refusal(request: HttpRequest, status: int, code: str, detail: str) -> HttpResponse:
     response: HttpResponse
     if request.get_preferred_type(["text/html", "application/json"]) == "application/json":
@@ -324,23 +323,21 @@ def _refusal(request: HttpRequest, status: int, code: str, detail: str) -> HttpR
     return response
 
 
-def _release_when_sent(response: Any, lock: LockBase, owner: tuple[Any, ...]) -> Any:
-    """Release now, or when the response is complete: a template response once rendered, a
-    streaming one once the server closed it. If such a response is discarded instead (a
-    middleware replaced it, the client left), its garbage collection releases the lock."""
+def _release_later(response: Any, lock: LockBase, owner: tuple[Any, ...]) -> bool:
+    """Arrange the release for when the response is complete, if it is not yet: a template
+    response once rendered, a streaming one once the server closed it. If such a response is
+    discarded instead (a middleware replaced it, the client left), its garbage collection
+    releases the lock. False when the response is complete already."""
+    once = _Once(lock, owner)
     if isinstance(response, SimpleTemplateResponse) and not response.is_rendered:
-        once = _Once(lock, owner)
         response.add_post_render_callback(lambda rendered: once())
-        weakref.finalize(response, once)
-        return response
-    if isinstance(response, HttpResponseBase) and response.streaming:
+    elif isinstance(response, HttpResponseBase) and response.streaming:
         # Closing may happen on another thread, hence a release by owner over a sync client.
-        once = _Once(lock, owner)
         response._resource_closers.append(once)  # type: ignore[attr-defined]
-        weakref.finalize(response, once)
-        return response
-    _release(lock, owner)
-    return response
+    else:
+        return False
+    weakref.finalize(response, once)
+    return True
 
 
 class _Once:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import uuid
@@ -173,8 +174,7 @@ class Queue:
         reply = self._run(ENQUEUE, "1" if replace else "0", *flat)
         dues = reply[len(made) :]
         return [
-            Job(**{**job.__dict__, "score": int(due), "state": "ready"})
-            for job, due in zip(made, dues, strict=True)
+            dataclasses.replace(job, score=int(due)) for job, due in zip(made, dues, strict=True)
         ]
 
     def _job(self, job_id: str, payload: dict[str, Any], **extra: Any) -> Job:
@@ -237,7 +237,7 @@ class Queue:
     def retry(self, job: Job, delay: float | None = None, error: str = "") -> bool:
         """Give a popped job back, due again after ``delay`` seconds (default: the backoff)."""
         if delay is None:
-            delay = self.retry_backoff * 2 ** max(0, job.attempts - 1)
+            delay = self.backoff(job)
         return bool(self._run(SETTLE, job.id, job.lease or "", round(delay * 1000), error, ""))
 
     def fail(self, job: Job, error: str | BaseException, traceback: str = "") -> bool:
@@ -245,10 +245,12 @@ class Queue:
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         if job.attempts >= self.max_attempts:
             return self.bury(job, text, traceback)
-        delay = self.retry_backoff * 2 ** max(0, job.attempts - 1)
-        return bool(
-            self._run(SETTLE, job.id, job.lease or "", round(delay * 1000), text, traceback)
-        )
+        delay_ms = round(self.backoff(job) * 1000)
+        return bool(self._run(SETTLE, job.id, job.lease or "", delay_ms, text, traceback))
+
+    def backoff(self, job: Job) -> float:
+        """Seconds before a failed job runs again: RETRY_BACKOFF, doubled per attempt."""
+        return self.retry_backoff * 2.0 ** max(0, job.attempts - 1)
 
     def bury(self, job: Job, error: str, traceback: str = "") -> bool:
         """Send a popped job straight to the dead set (it can never succeed)."""

@@ -3,6 +3,7 @@ keeps their leases alive, heartbeats into Redis and drains on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -56,13 +57,18 @@ def resolve_task(path: str) -> Callable[..., Any]:
 
 
 def _is_task(obj: Any) -> bool:
-    task_classes = []
+    return isinstance(obj, _task_classes())
+
+
+@functools.cache
+def _task_classes() -> tuple[type, ...]:
+    classes = []
     for module in ("django.tasks.base", "django_tasks.base"):  # Django 6, the backport
         try:
-            task_classes.append(import_module(module).Task)
+            classes.append(import_module(module).Task)
         except (ImportError, AttributeError):
             continue
-    return isinstance(obj, tuple(task_classes))
+    return tuple(classes)
 
 
 class Worker:

@@ -17,11 +17,9 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import urlencode
 
-from django.core.handlers.wsgi import WSGIHandler
-from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 from django.db import connections
 
-STATUS_NAMES = {201: "ok", 409: "busy", 410: "sold out"}
+from django_redislock.testing import wsgi_server
 
 
 def _die_with_parent(parent: int) -> None:
@@ -35,13 +33,6 @@ def _die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
-
-
-class _QuietHandler(WSGIRequestHandler):
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 @dataclass
@@ -89,14 +80,7 @@ def _serve(listener: socket.socket, parent: int) -> None:
     try:
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         _die_with_parent(parent)
-        host, port = listener.getsockname()[:2]
-        httpd = ThreadedWSGIServer((host, port), _QuietHandler, bind_and_activate=False)
-        httpd.socket.close()
-        httpd.socket = listener
-        httpd.server_name, httpd.server_port = host, port
-        httpd.setup_environ()
-        httpd.set_app(WSGIHandler())
-        httpd.serve_forever()
+        wsgi_server(listener).serve_forever()
     except BaseException:
         code = 1
         raise
