@@ -19,7 +19,7 @@ from .exceptions import JobNotFound
 from .queue_scripts import ACK, CANCEL, ENQUEUE, PAGE, POP, RENEW, REQUEUE, SETTLE
 
 STATES = {"ready": "ready", "scheduled": "sched", "running": "run", "dead": "dead"}
-_STATE_NAMES = {"r": "ready", "s": "scheduled", "x": "running", "d": "dead"}
+_STATE_NAMES = {"r": "ready", "s": "scheduled", "x": "running", "d": "dead", "k": "done"}
 MAX_JOB_ID = 200
 
 
@@ -29,7 +29,9 @@ def _text(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Job:
-    """One job as read from Redis. ``lease`` is set on a job returned by ``pop``."""
+    """One job as read from Redis. ``lease`` is set on a job returned by ``pop``; ``state``
+    is ready, scheduled, running, dead, or done (a finished job kept for RESULT_TTL, with
+    its return value as JSON text in ``result``). Times are epoch ms (0: not yet)."""
 
     id: str
     queue: str
@@ -41,10 +43,15 @@ class Job:
     state: str = "ready"
     score: int = 0  # due time, epoch ms
     enqueued: int = 0  # epoch ms
+    started: int = 0  # the last attempt's start
+    finished: int = 0  # done or dead
     lease: str | None = None
     worker: str | None = None
+    workers: tuple[str, ...] = ()  # the worker of each attempt
     error: str = ""
+    error_class: str = ""  # dotted path of the last error's exception class
     traceback: str = ""
+    result: str | None = None
 
     @property
     def due_at(self) -> datetime:
@@ -53,6 +60,14 @@ class Job:
     @property
     def enqueued_at(self) -> datetime:
         return datetime.fromtimestamp(self.enqueued / 1000, tz=timezone.utc)
+
+
+def _error(error: str | BaseException) -> tuple[str, str]:
+    """An error as stored: its text, and its exception class path (when an exception)."""
+    if isinstance(error, str):
+        return error, ""
+    cls = type(error)
+    return f"{cls.__name__}: {error}", f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _payload(task: Any, args: Any, kwargs: Any) -> str:
@@ -172,9 +187,11 @@ class Queue:
         if not made:
             return []
         reply = self._run(ENQUEUE, "1" if replace else "0", *flat)
-        dues = reply[len(made) :]
         return [
-            dataclasses.replace(job, score=int(due)) for job, due in zip(made, dues, strict=True)
+            dataclasses.replace(
+                job, score=int(reply[3 * i + 1]), state=_STATE_NAMES[_text(reply[3 * i + 2])]
+            )
+            for i, job in enumerate(made)
         ]
 
     def _job(self, job_id: str, payload: dict[str, Any], **extra: Any) -> Job:
@@ -203,11 +220,12 @@ class Queue:
         reply = self._run(POP, count, lease_ms, worker or "-", self.max_attempts)
         wait = None if reply[0] < 0 else reply[0] / 1000
         jobs = []
-        for i in range(1, len(reply), 6):
-            job_id, payload, attempts, priority, due, token = reply[i : i + 6]
+        for i in range(1, len(reply), 8):
+            job_id, payload, attempts, priority, due, token, enqueued, workers = reply[i : i + 8]
             job = self._loaded(_text(job_id), payload, state="running", attempts=int(attempts),
                                priority=int(priority), score=int(due), lease=_text(token),
-                               worker=worker or None)  # fmt: skip
+                               worker=worker or None, enqueued=int(enqueued or 0),
+                               workers=tuple(_text(workers).split(",")))  # fmt: skip
             jobs.append(job)
         return jobs, wait
 
@@ -222,39 +240,38 @@ class Queue:
             data = {"task": "", "args": [], "kwargs": {}}
         return self._job(job_id, data, **extra)
 
-    def ack(self, job: Job, result: str | None = None, result_key: str = "") -> bool:
-        """Finish a popped job. False when its lease had run out (it may run again)."""
+    def ack(self, job: Job, result: str | None = None) -> bool:
+        """Finish a popped job; with ``result`` (its return value as JSON text) the job is
+        kept, done, for RESULT_TTL. False when its lease had run out (it may run again)."""
         ttl_ms = max(1, round(self.result_ttl * 1000))
-        args = (
-            job.id,
-            job.lease or "",
-            result_key if result is not None else "",
-            result or "",
-            ttl_ms,
-        )
-        return bool(self._run(ACK, *args))
+        keep = "0" if result is None else "1"
+        return bool(self._run(ACK, job.id, job.lease or "", keep, result or "", ttl_ms))
 
     def retry(self, job: Job, delay: float | None = None, error: str = "") -> bool:
         """Give a popped job back, due again after ``delay`` seconds (default: the backoff)."""
         if delay is None:
             delay = self.backoff(job)
-        return bool(self._run(SETTLE, job.id, job.lease or "", round(delay * 1000), error, ""))
+        return self._settle(job, round(delay * 1000), error, "", "")
 
     def fail(self, job: Job, error: str | BaseException, traceback: str = "") -> bool:
         """Record a failure: retried after the backoff, or dead after ``MAX_ATTEMPTS``."""
-        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        text, error_class = _error(error)
         if job.attempts >= self.max_attempts:
-            return self.bury(job, text, traceback)
+            return self.bury(job, error, traceback)
         delay_ms = round(self.backoff(job) * 1000)
-        return bool(self._run(SETTLE, job.id, job.lease or "", delay_ms, text, traceback))
+        return self._settle(job, delay_ms, text, traceback, error_class)
 
     def backoff(self, job: Job) -> float:
         """Seconds before a failed job runs again: RETRY_BACKOFF, doubled per attempt."""
         return self.retry_backoff * 2.0 ** max(0, job.attempts - 1)
 
-    def bury(self, job: Job, error: str, traceback: str = "") -> bool:
+    def bury(self, job: Job, error: str | BaseException, traceback: str = "") -> bool:
         """Send a popped job straight to the dead set (it can never succeed)."""
-        return bool(self._run(SETTLE, job.id, job.lease or "", -1, error, traceback))
+        text, error_class = _error(error)
+        return self._settle(job, -1, text, traceback, error_class)
+
+    def _settle(self, job: Job, delay_ms: int, *error: str) -> bool:
+        return bool(self._run(SETTLE, job.id, job.lease or "", delay_ms, *error))
 
     def renew(self, jobs: Sequence[Job], lease: float | None = None) -> list[str]:
         """Extend the leases of popped jobs; returns the ids whose lease was already lost."""
@@ -289,11 +306,15 @@ class Queue:
         return self.jobs("ready", 0, count)
 
     def get(self, job_id: str) -> Job:
-        """One job by id, in whatever state; JobNotFound if it is not in the queue."""
-        fields = self.client.hgetall(self.base + "j:" + job_id)
-        if not fields:
-            raise JobNotFound(f"No job {job_id!r} in queue {self.name!r}.")
-        return self._from_hash(job_id, {_text(k): v for k, v in fields.items()})
+        """One job by id, in whatever state (done: kept for RESULT_TTL after it ran);
+        JobNotFound if it is not in the queue."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(self.base + "j:" + job_id)
+        pipe.hgetall(self.base + "result:" + job_id)
+        for fields in pipe.execute():  # a pending job first: it was enqueued again
+            if fields:
+                return self._from_hash(job_id, {_text(k): v for k, v in fields.items()})
+        raise JobNotFound(f"No job {job_id!r} in queue {self.name!r}.")
 
     def _from_hash(self, job_id: str, fields: dict[str, Any]) -> Job:
         def text(name: str) -> str:
@@ -303,8 +324,11 @@ class Queue:
                             attempts=int(text("a") or 0),
                             state=_STATE_NAMES.get(text("s"), "unknown"),
                             score=int(text("sc") or 0), enqueued=int(text("e") or 0),
+                            started=int(text("st") or 0), finished=int(text("f") or 0),
                             lease=text("l") or None, worker=text("w") or None,
-                            error=text("err"), traceback=text("tb"))  # fmt: skip
+                            workers=tuple(w for w in text("ws").split(",") if w),
+                            error=text("err"), error_class=text("ec"), traceback=text("tb"),
+                            result=text("v") if "v" in fields else None)  # fmt: skip
 
     def requeue(self, job_id: str) -> bool:
         """Run a scheduled or dead job now (a dead one with its attempts reset)."""

@@ -5,7 +5,12 @@ every script runs on Redis Cluster):
 
     base j:<id>   hash  a job: p payload (JSON), pr priority, a attempts, s state
                         (r ready, s scheduled, x running, d dead), sc due (epoch ms),
-                        e enqueued (epoch ms), l lease token, w worker, err, tb
+                        e enqueued (epoch ms), st last started (epoch ms), ws the workers
+                        of each attempt (comma-separated), l lease token, w worker,
+                        err last error, ec its exception class path, tb its traceback,
+                        f finished (epoch ms; dead or done)
+    base result:<id> hash  a finished job kept for RESULT_TTL: the job's hash, renamed,
+                        with s k (done) and v its return value (JSON)
     base ready    zset  ready ids; score (100 - priority) * 2^40 + arrival number
     base sched    zset  scheduled ids; score = due (epoch ms)
     base run      zset  leased ids; score = lease expiry (epoch ms)
@@ -44,15 +49,15 @@ end
 
 # ARGV[1] base  ARGV[2] replace "0"/"1"  then per job 4 values: id, payload, priority, due
 # (epoch ms, or a negative number of ms from now; 0 = now)
-# Returns per job: 1 added, 2 replaced, 0 kept (already pending; or running, never replaced)
-# followed by the due time (epoch ms) of each job as stored.
+# Returns per job three values: 1 added, 2 replaced or 0 kept (already pending; or running,
+# never replaced); the due time (epoch ms) as stored; the state letter as stored.
 ENQUEUE = _script(
     "enqueue",
     _COMMON
     + """
 local base, replace = ARGV[1], ARGV[2] == '1'
 local now = now_ms()
-local results, dues, woken = {}, {}, 0
+local results, woken = {}, 0
 local first = redis.call('ZRANGE', base .. 'sched', 0, 0, 'WITHSCORES')[2]
 for i = 3, #ARGV, 4 do
   local id, payload, pr, due = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
@@ -71,6 +76,7 @@ for i = 3, #ARGV, 4 do
       redis.call('ZREM', base .. 'dead', id)
       redis.call('DEL', key)
     end
+    state = 'r'
     redis.call('HSET', key, 'p', payload, 'pr', pr, 'a', 0, 'sc', due, 'e', now)
     if due <= now then
       make_ready(base, id)
@@ -78,6 +84,7 @@ for i = 3, #ARGV, 4 do
     else
       redis.call('ZADD', base .. 'sched', due, id)
       redis.call('HSET', key, 's', 's')
+      state = 's'
       if not first or due < tonumber(first) then
         first = due
         woken = math.max(woken, 1)  -- a sleeping worker must shorten its wait
@@ -85,10 +92,10 @@ for i = 3, #ARGV, 4 do
     end
   end
   results[#results + 1] = result
-  dues[#dues + 1] = due
+  results[#results + 1] = due
+  results[#results + 1] = state
 end
 if woken > 0 then wake(base, woken) end
-for _, due in ipairs(dues) do results[#results + 1] = due end
 return results
 """,
 )
@@ -97,8 +104,8 @@ return results
 # ARGV[5] max attempts
 # Moves due scheduled jobs to ready, takes back expired leases (to ready, or to dead once
 # out of attempts), then leases up to ARGV[2] ready jobs, highest priority first.
-# Returns {ms until the next due job or lease expiry (-1: none), then per job 6 values: id,
-# payload, attempts, priority, due, lease token}.
+# Returns {ms until the next due job or lease expiry (-1: none), then per job 8 values: id,
+# payload, attempts, priority, due, lease token, enqueued, workers (ws)}.
 POP = _script(
     "pop",
     _COMMON
@@ -115,7 +122,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', base .. 'run', '-inf', now, 'LIM
   local key = base .. 'j:' .. id
   redis.call('HDEL', key, 'l', 'w')
   if tonumber(redis.call('HGET', key, 'a') or '0') >= max_attempts then
-    redis.call('HSET', key, 's', 'd', 'err',
+    redis.call('HSET', key, 's', 'd', 'f', now, 'ec', '', 'tb', '', 'err',
       'The lease ran out ' .. max_attempts .. ' times: its worker died or hung each time.')
     redis.call('ZADD', base .. 'dead', now, id)
   else
@@ -130,10 +137,13 @@ if count > 0 then
     local key = base .. 'j:' .. id
     local attempts = redis.call('HINCRBY', key, 'a', 1)
     local token = worker .. '#' .. attempts
-    redis.call('HSET', key, 's', 'x', 'l', token, 'w', worker)
+    local f = redis.call('HMGET', key, 'p', 'pr', 'sc', 'e', 'ws')
+    local workers = f[5] and (f[5] .. ',' .. worker) or worker
+    redis.call('HSET', key, 's', 'x', 'l', token, 'w', worker, 'st', now, 'ws', workers)
     redis.call('ZADD', base .. 'run', now + lease, id)
-    local f = redis.call('HMGET', key, 'p', 'pr', 'sc')
-    for _, v in ipairs({id, f[1], attempts, f[2], f[3], token}) do reply[#reply + 1] = v end
+    for _, v in ipairs({id, f[1], attempts, f[2], f[3], token, f[4], workers}) do
+      reply[#reply + 1] = v
+    end
   end
 end
 local next_at = nil
@@ -150,24 +160,33 @@ return reply
 """,
 )
 
-# ARGV[1] base  ARGV[2] id  ARGV[3] lease token  ARGV[4] result key ("" for none)
-# ARGV[5] result value  ARGV[6] result TTL ms
-# Finishes a leased job: deletes it (and stores its result). 1, or 0 if the lease was lost.
+# ARGV[1] base  ARGV[2] id  ARGV[3] lease token  ARGV[4] "1" to keep a result  ARGV[5] the
+# return value (JSON)  ARGV[6] result TTL ms
+# Finishes a leased job: deletes it, or keeps its record as ``result:<id>`` (with the return
+# value) for the TTL. 1, or 0 if the lease was lost.
 ACK = _script(
     "ack",
-    """
+    _COMMON
+    + """
 local base, id = ARGV[1], ARGV[2]
 local key = base .. 'j:' .. id
 if redis.call('HGET', key, 'l') ~= ARGV[3] then return 0 end
 redis.call('ZREM', base .. 'run', id)
-redis.call('DEL', key)
-if ARGV[4] ~= '' then redis.call('SET', ARGV[4], ARGV[5], 'PX', ARGV[6]) end
+if ARGV[4] == '1' then
+  local result = base .. 'result:' .. id
+  redis.call('RENAME', key, result)
+  redis.call('HDEL', result, 'l', 'w')
+  redis.call('HSET', result, 's', 'k', 'v', ARGV[5], 'f', now_ms())
+  redis.call('PEXPIRE', result, ARGV[6])
+else
+  redis.call('DEL', key)
+end
 return 1
 """,
 )
 
 # ARGV[1] base  ARGV[2] id  ARGV[3] lease token  ARGV[4] delay ms (-1: to the dead set)
-# ARGV[5] error  ARGV[6] traceback
+# ARGV[5] error  ARGV[6] traceback  ARGV[7] exception class path
 # Gives a leased job back: scheduled again after the delay, or dead. 1, or 0 if the lease
 # was lost (another worker may have it by now).
 SETTLE = _script(
@@ -179,10 +198,10 @@ local key = base .. 'j:' .. id
 if redis.call('HGET', key, 'l') ~= ARGV[3] then return 0 end
 redis.call('ZREM', base .. 'run', id)
 redis.call('HDEL', key, 'l', 'w')
-redis.call('HSET', key, 'err', ARGV[5], 'tb', ARGV[6])
+redis.call('HSET', key, 'err', ARGV[5], 'tb', ARGV[6], 'ec', ARGV[7])
 local now = now_ms()
 if delay < 0 then
-  redis.call('HSET', key, 's', 'd')
+  redis.call('HSET', key, 's', 'd', 'f', now)
   redis.call('ZADD', base .. 'dead', now, id)
 elseif delay == 0 then
   redis.call('HSET', key, 'sc', now)
@@ -248,6 +267,7 @@ if state == 's' then
 elseif state == 'd' then
   redis.call('ZREM', base .. 'dead', id)
   redis.call('HSET', key, 'a', 0)
+  redis.call('HDEL', key, 'ws', 'f')
 else
   return 0
 end

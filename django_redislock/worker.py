@@ -3,7 +3,6 @@ keeps their leases alive, heartbeats into Redis and drains on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -15,60 +14,22 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from importlib import import_module
 from secrets import token_hex
 from typing import Any
 
-from django.apps import apps
 from django.db import close_old_connections
 
 from .conf import conf
 from .connection import UNAVAILABLE, call, get_redis, is_cluster
 from .exceptions import RedisUnavailable
 from .queue import Job, Queue, get_queue
+from .tasks import InvalidTask, run_job
 
 logger = logging.getLogger(__name__)
 
 # Longest single block on Redis while idle: bounds how late a stop request or a heartbeat is.
 MAX_BLOCK = 1.0
 BACKOFF_MAX = 5.0
-
-
-class InvalidTask(Exception):
-    """The job names something that is not a registered task; it goes to the dead set."""
-
-
-def resolve_task(path: str) -> Callable[..., Any]:
-    """The task object at ``path``. Only an object that ``@task`` made, in a module of an
-    installed app: a path read from Redis never imports or runs anything else."""
-    module_name, _, attr = path.rpartition(".")
-    if not module_name or not any(
-        module_name == app.name or module_name.startswith(app.name + ".")
-        for app in apps.get_app_configs()
-    ):
-        raise InvalidTask(f"{path!r} is not in an installed app; the worker will not import it.")
-    try:
-        obj = getattr(import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise InvalidTask(f"{path!r} does not exist ({exc}).") from exc
-    if not _is_task(obj):
-        raise InvalidTask(f"{path!r} is not a task: decorate the function with @task.")
-    return obj.call  # type: ignore[no-any-return]
-
-
-def _is_task(obj: Any) -> bool:
-    return isinstance(obj, _task_classes())
-
-
-@functools.cache
-def _task_classes() -> tuple[type, ...]:
-    classes = []
-    for module in ("django.tasks.base", "django_tasks.base"):  # Django 6, the backport
-        try:
-            classes.append(import_module(module).Task)
-        except (ImportError, AttributeError):
-            continue
-    return tuple(classes)
 
 
 class Worker:
@@ -206,27 +167,20 @@ class Worker:
         close_old_connections()
         try:
             try:
-                function = resolve_task(job.task) if job.task else None
-                if function is None:
-                    raise InvalidTask("The job's payload is not a JSON task description.")
-                result = function(*job.args, **job.kwargs)
+                value = run_job(job)
             except InvalidTask as exc:
-                logger.error("Job %s in %r is invalid: %s", job.id, queue.name, exc)
-                error = f"InvalidTask: {exc}"
-                self._settle(lambda: queue.bury(job, error))
+                logger.error("Job %s in %r cannot run: %s", job.id, queue.name, exc)
+                invalid, trace = exc, traceback.format_exc()
+                self._settle(lambda: queue.bury(job, invalid, trace))
                 self.failed += 1
                 return
             except Exception as exc:
                 logger.exception("Job %s (%s) failed", job.id, job.task)
-                error, trace = f"{type(exc).__name__}: {exc}", traceback.format_exc()
+                error, trace = exc, traceback.format_exc()
                 self._settle(lambda: queue.fail(job, error, trace))
                 self.failed += 1
                 return
-            try:
-                value = json.dumps(result)
-            except (TypeError, ValueError):
-                value = json.dumps(repr(result))
-            self._settle(lambda: queue.ack(job, value, queue.key("result:" + job.id)))
+            self._settle(lambda: queue.ack(job, value))
             self.processed += 1
         finally:
             close_old_connections()

@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
     "django.contrib.sessions",
+    "django_tasks",  # the Django Tasks backport (Django 6 has django.tasks built in)
     "django_redislock",
     "tests",
     "shop",  # the example project's app, tested live
@@ -47,5 +48,6 @@ CACHES = {
     "locmem": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 REDISLOCK = {"CACHE": "default"}
+TASKS = {"default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend"}}
 LOGGING_CONFIG = None
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"

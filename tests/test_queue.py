@@ -46,6 +46,26 @@ def test_enqueue_pop_ack(queue: Queue) -> None:
         queue.get(job.id)
 
 
+def test_ack_with_a_result_keeps_the_job_done(queue: Queue) -> None:
+    job = queue.enqueue("t", args=[1], job_id="kept")
+    [popped] = queue.pop(worker="w1")
+    assert queue.ack(popped, '{"total": 3}')
+    done = queue.get("kept")
+    assert (done.state, done.result, done.args, done.workers) == (
+        "done",
+        '{"total": 3}',
+        [1],
+        ("w1",),
+    )
+    assert done.enqueued <= done.started <= done.finished
+    assert done.lease is None
+    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    again = queue.enqueue("t", args=[2], job_id="kept")  # the id is free again
+    assert again.state == "ready"
+    assert queue.get("kept").args == [2]  # the pending job shows before the old result
+    assert job.id == "kept"
+
+
 def test_priority_then_fifo(queue: Queue) -> None:
     for i, priority in enumerate([0, 5, 0, -3, 5, 100, -100]):
         queue.enqueue("t", args=[i], priority=priority)
@@ -57,10 +77,12 @@ def test_job_id_dedupe_keeps_first_or_replaces(queue: Queue) -> None:
     first = queue.enqueue("t", args=[1], job_id="close:1", delay=60)
     kept = queue.enqueue("t", args=[2], job_id="close:1")
     assert kept.score == first.score
+    assert (first.state, kept.state) == ("scheduled", "scheduled")
     assert queue.get("close:1").args == [1]
     assert queue.counts()["scheduled"] == 1
     replaced = queue.enqueue("t", args=[3], job_id="close:1", replace=True)
     assert replaced.score < first.score
+    assert replaced.state == "ready"
     assert queue.get("close:1").args == [3]
     assert queue.counts() == {"ready": 1, "scheduled": 0, "running": 0, "dead": 0}
 
