@@ -174,6 +174,37 @@ def _check_schedule(value: Any) -> Iterable[Error]:
             "For example {'sweep': {'task': 'shop.tasks.sweep', 'every': 60}}.",
             12,
         )
+        return
+    from .schedule import Entry
+
+    raw_queues = user_settings().get("QUEUES", DEFAULTS["QUEUES"])
+    queues = raw_queues if isinstance(raw_queues, dict) else {}
+    for name, options in value.items():
+        where = f"REDISLOCK['SCHEDULE'][{name!r}]"
+        if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
+            yield _error(
+                f"{where}: an entry name must be 1-64 letters, digits, '_', '.' or '-'.",
+                "For example 'sweep-unpaid'.",
+                12,
+            )
+            continue
+        try:
+            entry = Entry.from_setting(name, options)
+        except ValueError as exc:
+            yield _error(
+                f"{where}: {exc}.",
+                "Options: task (a @task path), every (seconds) or cron, and optionally args, "
+                "kwargs, queue, priority, catch_up.",
+                12,
+            )
+            continue
+        if entry.queue not in queues:
+            yield _error(
+                f"{where} names the queue {entry.queue!r}, which is not in REDISLOCK['QUEUES'].",
+                f"Add {entry.queue!r} to REDISLOCK['QUEUES'] or set 'queue' to one of "
+                f"{', '.join(map(repr, sorted(queues))) or 'none'}.",
+                12,
+            )
 
 
 VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {

@@ -173,6 +173,17 @@ class Queue:
         self, jobs: Iterable[Mapping[str, Any]], *, replace: bool = False
     ) -> list[Job]:
         """Add many jobs in one round trip; each is a dict of ``enqueue``'s arguments."""
+        return self._enqueue(jobs, replace, "", 0)
+
+    def enqueue_tick(self, entry: str, tick_ms: int, job: Mapping[str, Any]) -> Job | None:
+        """Enqueue ``job`` for a SCHEDULE entry's tick, unless that tick (or a later one) was
+        already enqueued for it: then None."""
+        made = self._enqueue([job], False, entry, tick_ms)
+        return made[0] if made else None
+
+    def _enqueue(
+        self, jobs: Iterable[Mapping[str, Any]], replace: bool, entry: str, tick_ms: int
+    ) -> list[Job]:
         flat: list[Any] = []
         made: list[Job] = []
         for spec in jobs:
@@ -186,7 +197,9 @@ class Queue:
             made.append(self._job(job_id, json.loads(payload), priority=priority))
         if not made:
             return []
-        reply = self._run(ENQUEUE, "1" if replace else "0", *flat)
+        reply = self._run(ENQUEUE, "1" if replace else "0", entry, tick_ms, *flat)
+        if not reply:  # the tick was already claimed
+            return []
         return [
             dataclasses.replace(
                 job, score=int(reply[3 * i + 1]), state=_STATE_NAMES[_text(reply[3 * i + 2])]

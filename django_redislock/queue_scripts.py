@@ -17,6 +17,7 @@ every script runs on Redis Cluster):
     base dead     zset  dead ids; score = when they died (epoch ms)
     base seq      string arrival counter (FIFO within a priority)
     base wake     list  wake-up tokens: a worker blocks on it (BLPOP) when idle
+    base tick:<name> string  the last tick (epoch ms) enqueued for a SCHEDULE entry
 
 Times come from the Redis server's clock (TIME), so workers and web processes with skewed
 clocks still agree on what is due.
@@ -47,8 +48,12 @@ local function wake(base, n)
 end
 """
 
-# ARGV[1] base  ARGV[2] replace "0"/"1"  then per job 4 values: id, payload, priority, due
-# (epoch ms, or a negative number of ms from now; 0 = now)
+# ARGV[1] base  ARGV[2] replace "0"/"1"  ARGV[3] a schedule entry's name, or ""  ARGV[4] its
+# tick (epoch ms)  then per job 4 values: id, payload, priority, due (epoch ms, or a negative
+# number of ms from now; 0 = now)
+# With an entry name, the jobs are enqueued only if the tick is later than the last tick
+# claimed for that entry (``base tick:<name>``), which then becomes this one: the claim and
+# the enqueue are one step, so a tick is enqueued once however many schedulers race.
 # Returns per job three values: 1 added, 2 replaced or 0 kept (already pending; or running,
 # never replaced); the due time (epoch ms) as stored; the state letter as stored.
 ENQUEUE = _script(
@@ -56,10 +61,15 @@ ENQUEUE = _script(
     _COMMON
     + """
 local base, replace = ARGV[1], ARGV[2] == '1'
+if ARGV[3] ~= '' then
+  local claim = base .. 'tick:' .. ARGV[3]
+  if tonumber(redis.call('GET', claim) or '0') >= tonumber(ARGV[4]) then return {} end
+  redis.call('SET', claim, ARGV[4])
+end
 local now = now_ms()
 local results, woken = {}, 0
 local first = redis.call('ZRANGE', base .. 'sched', 0, 0, 'WITHSCORES')[2]
-for i = 3, #ARGV, 4 do
+for i = 5, #ARGV, 4 do
   local id, payload, pr, due = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
   if due <= 0 then due = now - due end
   local key = base .. 'j:' .. id

@@ -23,6 +23,7 @@ from .conf import conf
 from .connection import UNAVAILABLE, call, get_redis, is_cluster
 from .exceptions import RedisUnavailable
 from .queue import Job, Queue, get_queue
+from .schedule import Scheduler
 from .tasks import InvalidTask, run_job
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class Worker:
         concurrency: int = 1,
         burst: bool = False,
         max_jobs: int | None = None,
+        schedule: bool = False,
         using: str | None = None,
     ) -> None:
         if not isinstance(concurrency, int) or concurrency < 1:
@@ -52,6 +54,8 @@ class Worker:
         self.concurrency = concurrency
         self.burst = burst
         self.max_jobs = max_jobs
+        # Every worker started with schedule=True also enqueues the SCHEDULE's ticks.
+        self.scheduler = Scheduler(using) if schedule and conf.SCHEDULE else None
         self.id = f"{socket.gethostname()}:{os.getpid()}:{token_hex(3)}"
         self.client = self.queues[0].client
         self.active: dict[tuple[str, str], tuple[Queue, Job]] = {}
@@ -72,6 +76,13 @@ class Worker:
         self._install_signals()
         beater = threading.Thread(target=self._beat_loop, name="redislock-heartbeat", daemon=True)
         beater.start()
+        threads = [beater]
+        if self.scheduler is not None:
+            scheduler = threading.Thread(
+                target=self.scheduler.run, args=(self.stopping,), name="redislock-schedule"
+            )
+            scheduler.start()
+            threads.append(scheduler)
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="redislock-job")
         backoff = 0.1
         try:
@@ -98,7 +109,8 @@ class Worker:
         finally:
             pool.shutdown(wait=True)  # drain: running jobs finish
             self.stopping.set()
-            beater.join()
+            for thread in threads:
+                thread.join()
             self._deregister()
 
     def stop(self) -> None:

@@ -38,12 +38,18 @@ class Command(BaseCommand):
                 concurrency=options["concurrency"],
                 burst=options["burst"],
                 max_jobs=options["max_jobs"],
+                schedule=not options["no_schedule"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        schedule = (
+            f", scheduling {', '.join(e.name for e in worker.scheduler.entries)}"
+            if worker.scheduler
+            else ""
+        )
         self.stdout.write(
             f"Worker {worker.id}: queues {', '.join(q.name for q in worker.queues)}, "
-            f"concurrency {worker.concurrency}."
+            f"concurrency {worker.concurrency}{schedule}."
         )
         try:
             worker.run()
