@@ -4,7 +4,7 @@
 #   bash scripts/demo.sh [--stock 100] [--buyers 8] [--attempts 250] [--workers 4]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh server
+source scripts/setup.sh server,tasks,schedule
 python="$(cd "$VENV" && pwd)/bin/python"
 cd example_project
 exec "$python" manage.py flash_sale_demo "$@"

@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+import django
+
 from . import embedded_redis
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -19,6 +21,8 @@ INSTALLED_APPS = [
     "django_redislock",
     "shop",
 ]
+if django.VERSION < (6, 0):
+    INSTALLED_APPS.append("django_tasks")  # the Django Tasks backport
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -57,7 +61,16 @@ REDIS_URL = os.environ.get("REDIS_URL") or embedded_redis.url(BASE_DIR / "redis.
 CACHES = {
     "default": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": REDIS_URL},
 }
-REDISLOCK = {"CACHE": "default", "KEY_PREFIX": "shop"}
+REDISLOCK = {
+    "CACHE": "default",
+    "KEY_PREFIX": "shop",
+    "QUEUES": {"default": {"LEASE": 60, "MAX_ATTEMPTS": 5, "RETRY_BACKOFF": 5}},
+    "SCHEDULE": {"sweep-unpaid": {"task": "shop.tasks.sweep_unpaid", "every": 60}},
+}
+# Tasks run by ``manage.py run_queue_worker``.
+TASKS = {"default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend"}}
+# An order not paid within this time is closed and its item put back on sale.
+SHOP_UNPAID_SECONDS = int(os.environ.get("SHOP_UNPAID_SECONDS", 15 * 60))
 
 USE_TZ = True
 STATIC_URL = "static/"

@@ -8,10 +8,11 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_POST
 
-from django_redislock import redis_locked
+from django_redislock import get_queue, redis_locked
 from django_redislock.fencing import fenced_update
 
 from .models import Order, PointsAccount, Product, Redemption
+from .tasks import schedule_close
 
 # Stands in for the slow part of a real sale (the payment provider, the warehouse): the
 # window in which concurrent buyers all see the last item in stock.
@@ -39,7 +40,23 @@ def sell_one(product_id: int, fence: int | None = None) -> JsonResponse:
             if not fenced_update(rows, fence, stock=F("stock") - 1):
                 return JsonResponse({"error": "retry"}, status=409)
         order = Order.objects.create(product=product)
+        # Closed, and the item put back, if still unpaid after SHOP_UNPAID_SECONDS. Queued
+        # once the order is committed; if Redis is down then, the periodic sweep closes it.
+        transaction.on_commit(lambda: schedule_close(order))
     return JsonResponse({"order": order.pk}, status=201)
+
+
+@require_POST
+def pay(request: HttpRequest, order_id: int) -> JsonResponse:
+    """Pay an order (a stand-in for the payment callback): only an unpaid one, once."""
+    paid = Order.objects.filter(pk=order_id, status=Order.Status.UNPAID).update(
+        status=Order.Status.PAID
+    )
+    if not paid:
+        status = Order.objects.filter(pk=order_id).values_list("status", flat=True).first()
+        return JsonResponse({"error": status or "no-such-order"}, status=409 if status else 404)
+    get_queue().cancel(f"close:{order_id}")  # no longer needed
+    return JsonResponse({"order": order_id, "status": "paid"})
 
 
 @require_POST

@@ -11,8 +11,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from django_redislock import get_queue
 from shop.demo import Server, hammer
 from shop.models import Order, Product
+from shop.tasks import unpaid_seconds
 
 
 class Command(BaseCommand):
@@ -65,6 +67,12 @@ class Command(BaseCommand):
                 orders = product.orders.count()
                 rows.append((label, product.stock, orders, run))
         self.stdout.write("\n" + self.table(options["stock"], rows))
+        scheduled = get_queue().counts()["scheduled"]
+        self.stdout.write(
+            f"Each order also got a close-if-unpaid job, due {unpaid_seconds():.0f} s after it "
+            f"was made: {scheduled} are scheduled in the queue. "
+            "`python manage.py run_queue_worker` works them (and the periodic sweep)."
+        )
 
     def table(self, stock: int, rows: list[Any]) -> str:
         head = ("endpoint", "stock", "left", "orders", "oversold", "busy", "sold out",
