@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import random
+import select
 import signal
 import socket
 import threading
@@ -17,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from secrets import token_hex
 from typing import Any
 
+import redis
 from django.db import close_old_connections
 
 from .conf import conf
@@ -66,6 +68,7 @@ class Worker:
         self.beat = min(5.0, min(q.lease for q in self.queues) / 3)
         self.registry = f"{conf.KEY_PREFIX}:{{W}}:workers"
         self.info_key = f"{conf.KEY_PREFIX}:{{W}}:w:{self.id}"
+        self.waiter = Waiter(self.client, [queue.key("wake") for queue in self.queues])
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -90,7 +93,7 @@ class Worker:
                 if self.max_jobs is not None and self.started_jobs >= self.max_jobs:
                     break
                 free = self._wait_for_slot()
-                if free == 0:
+                if free == 0 or self.stopping.is_set():
                     continue
                 try:
                     started, wait = self._fetch(pool, free)
@@ -111,6 +114,7 @@ class Worker:
             self.stopping.set()
             for thread in threads:
                 thread.join()
+            self.waiter.close()
             self._deregister()
 
     def stop(self) -> None:
@@ -162,16 +166,9 @@ class Worker:
 
     def _block(self, wait: float | None) -> None:
         """Sleep on the queues' wake-up lists until an enqueue (or the next due job)."""
-        timeout = MAX_BLOCK if wait is None else min(max(wait, 0.001), MAX_BLOCK)
         if wait == 0:
             return
-        keys = [queue.key("wake") for queue in self.queues]
-        if is_cluster(self.client) and len(keys) > 1:
-            # One BLPOP cannot span hash slots: take turns, briefly.
-            for key in keys:
-                call(self.client, "BLPOP", key, min(timeout, 0.05))
-            return
-        call(self.client, "BLPOP", *keys, timeout)
+        self.waiter.wait(MAX_BLOCK if wait is None else min(max(wait, 0.001), MAX_BLOCK))
 
     # --- running ----------------------------------------------------------------------
 
@@ -229,7 +226,11 @@ class Worker:
             active = list(self.active.values())
         for queue in self.queues:
             mine = [job for q, job in active if q is queue]
-            for job_id in queue.renew(mine):
+            lost = queue.renew(mine)
+            if lost:
+                with self.changed:  # a job finished since the copy above was not lost
+                    lost = [i for i in lost if (queue.name, i) in self.active]
+            for job_id in lost:
                 logger.warning("Job %s lost its lease; another worker may run it too.", job_id)
         now = time.time()
         info = {
@@ -267,3 +268,77 @@ def live_workers(using: str | None = None) -> list[dict[str, Any]]:
         return []
     values = client.mget([f"{conf.KEY_PREFIX}:{{W}}:w:{i.decode()}" for i in ids])
     return [json.loads(v) for v in values if v is not None]
+
+
+class Waiter:
+    """Blocks on the queues' wake-up lists until a token arrives or a deadline passes, to
+    the millisecond.
+
+    Redis times out a blocked BLPOP only on its next internal tick (every 100 ms at the
+    default ``hz 10``), which would start delayed jobs up to 100 ms late. So the waiter keeps
+    a connection of its own per BLPOP, waits for the reply locally with a precise timeout,
+    and at the deadline unblocks itself (``CLIENT UNBLOCK``) from another connection. A
+    server without ``CLIENT UNBLOCK`` (fakeredis) gets plain BLPOP timeouts."""
+
+    def __init__(self, client: Any, keys: Sequence[str]) -> None:
+        self.client = client
+        self.keys = list(keys)
+        if is_cluster(client):  # one BLPOP per key (slot), each on its node
+            self.groups = [(client.get_node_from_key(k).redis_connection, [k]) for k in keys]
+        else:
+            self.groups = [(client, self.keys)]
+        self.conns: list[Any] = []
+        self.ids: list[int] = []
+        self.precise = True
+
+    def _connect(self) -> None:
+        for node, _ in self.groups:
+            conn = node.connection_pool.get_connection()
+            self.conns.append(conn)
+            conn.send_command("CLIENT", "ID")
+            self.ids.append(int(conn.read_response()))
+            node.execute_command("CLIENT", "UNBLOCK", self.ids[-1])  # supported?
+
+    def wait(self, timeout: float) -> None:
+        try:
+            if self.precise and not self.conns:
+                try:
+                    self._connect()
+                except redis.ResponseError:
+                    self.close()
+                    self.precise = False
+            if not self.precise:
+                self._wait_plainly(timeout)
+                return
+            backstop = timeout + 1.0  # if an unblock were lost, Redis ends the wait anyway
+            for conn, (_, keys) in zip(self.conns, self.groups, strict=True):
+                conn.send_command("BLPOP", *keys, backstop)
+            answered = self._readable(timeout)
+            for i, (node, _) in enumerate(self.groups):
+                if i not in answered:
+                    node.execute_command("CLIENT", "UNBLOCK", self.ids[i])
+            for conn in self.conns:  # a token, or nil once unblocked
+                conn.read_response()
+        except UNAVAILABLE as exc:
+            self.close()
+            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+
+    def _readable(self, timeout: float) -> set[int]:
+        if len(self.conns) == 1:
+            return {0} if self.conns[0].can_read(timeout=timeout) else set()
+        socks = [conn._sock for conn in self.conns]
+        ready, _, _ = select.select(socks, [], [], timeout)
+        return {socks.index(sock) for sock in ready}
+
+    def _wait_plainly(self, timeout: float) -> None:
+        if len(self.groups) > 1:  # one BLPOP cannot span hash slots: take turns, briefly
+            for key in self.keys:
+                call(self.client, "BLPOP", key, min(timeout, 0.05))
+            return
+        call(self.client, "BLPOP", *self.keys, timeout)
+
+    def close(self) -> None:
+        for conn, (node, _) in zip(self.conns, self.groups, strict=False):
+            conn.disconnect()
+            node.connection_pool.release(conn)
+        self.conns, self.ids = [], []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from django_tasks import task
@@ -10,6 +11,7 @@ from django_tasks import task
 from django_redislock import get_redis
 
 DONE = "test:done"
+STARTED = "test:started"
 
 
 @task()
@@ -22,6 +24,18 @@ def record(n: int) -> int:
 def slow(n: int, seconds: float) -> int:
     time.sleep(seconds)
     get_redis().rpush(DONE, json.dumps({"n": n, "at": time.time() * 1000}))
+    return n
+
+
+@task()
+def tracked(n: int, seconds: float = 0.0) -> int:
+    """Marks its start and its end with the worker's pid: a test can tell which process ran
+    a job, and whether that process died in between."""
+    client = get_redis()
+    client.rpush(STARTED, json.dumps({"n": n, "pid": os.getpid(), "at": time.time() * 1000}))
+    if seconds:
+        time.sleep(seconds)
+    client.rpush(DONE, json.dumps({"n": n, "pid": os.getpid(), "at": time.time() * 1000}))
     return n
 
 

@@ -84,14 +84,20 @@ def test_killed_worker_jobs_are_delivered_again(real: Backend, processes: Proces
     assert queue.counts()["dead"] == 0
 
 
+class Pwn:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, ("touch /tmp/pwned-by-redislock",))
+
+
 def test_poison_and_invalid_jobs_go_to_the_dead_set(real: Backend, processes: Processes) -> None:
     queue = get_queue()
     queue.enqueue("tests.tasks.boom", job_id="poison")
     queue.enqueue("os.system", args=["touch /tmp/pwned-by-redislock"], job_id="not-an-app")
     queue.enqueue("tests.tasks.not_a_task", job_id="plain-function")
-    # A pickle written straight into a job is never unpickled.
+    # A pickle written straight into a job is never unpickled: this one would run a
+    # command if it were.
     client = get_redis()
-    blob = pickle.dumps({"task": "tests.tasks.record"})
+    blob = pickle.dumps(Pwn())
     client.hset(
         queue.key("j:pickled"), mapping={"p": blob, "pr": 0, "a": 0, "sc": 0, "e": 0, "s": "r"}
     )
