@@ -10,12 +10,15 @@ from typing import Any, NamedTuple
 
 from .connection import UNAVAILABLE, get_redis
 from .exceptions import RedisUnavailable
-from .keys import lock_keys, shard_base, shard_count
+from .keys import lock_base, lock_keys, shard_base, shard_count, validate_name
 
 # Index entries whose expiry passed this long ago are deleted. The margin keeps an entry
 # whose writer's clock ran a little behind until its lock has surely expired.
 STALE_MARGIN_MS = 60_000
 SCAN_COUNT = 5000
+# Past this offset, a page merged from several shards (Redis Cluster) starts at the expiry
+# found by counting, instead of reading every shard from its first entry.
+DEEP_OFFSET = 500
 
 
 @dataclass(frozen=True)
@@ -58,17 +61,27 @@ def list_locks(
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
 
 
+def describe_lock(name: str, *, using: str | None = None) -> LockInfo | None:
+    """Lock ``name`` as ``list_locks`` shows it, or None when it is not held."""
+    validate_name(name)
+    try:
+        client = get_redis(using)
+        found = _describe(client, [(0.0, name, lock_base(name, shard_count(client)))])
+    except UNAVAILABLE as exc:
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+    return found[0] if found else None
+
+
 def _list(client: Any, prefix: str, offset: int, limit: int) -> LockPage:
     bases = [shard_base(s) for s in range(shard_count(client))]
     now = int(time.time() * 1000)
     pipe = client.pipeline(transaction=False)
     for base in bases:
         pipe.zremrangebyscore(f"{base}index", "-inf", f"({now - STALE_MARGIN_MS}")
-        if not prefix:
-            pipe.zcount(f"{base}index", now, "+inf")
-            pipe.zrangebyscore(f"{base}index", now, "+inf", 0, offset + limit, withscores=True)
-    replies = pipe.execute()
+        pipe.zcount(f"{base}index", now, "+inf")
+    total = sum(pipe.execute()[1::2])
     candidates: list[tuple[float, str, str]] = []
+    skip = offset
     if prefix:
         match = _glob_escape(prefix) + "*"
         for base in bases:
@@ -76,13 +89,58 @@ def _list(client: Any, prefix: str, offset: int, limit: int) -> LockPage:
                 if score >= now:
                     candidates.append((score, _text(name), base))
         total = len(candidates)
-    else:
-        total = sum(replies[1::3])
-        for base, entries in zip(bases, replies[2::3], strict=True):
-            candidates.extend((score, _text(name), base) for name, score in entries)
+    elif offset < total:
+        candidates, skip = _around(client, bases, now, offset, limit)
     candidates.sort()
-    page = candidates[offset : offset + limit]
-    return LockPage(_describe(client, page), total)
+    return LockPage(_describe(client, candidates[skip : skip + limit]), total)
+
+
+def _around(
+    client: Any, bases: list[str], now: int, offset: int, limit: int
+) -> tuple[list[tuple[float, str, str]], int]:
+    """Index entries holding entries offset .. offset + limit of all shards merged by expiry,
+    and how many of them come before the page."""
+    start, skip = now, offset
+    if len(bases) == 1:
+        first, count, skip = offset, limit, 0
+    else:  # the merge needs each shard's entries from ``start`` on, up to skip + limit
+        if offset > DEEP_OFFSET:
+            start, skip = _seek(client, bases, now, offset)
+        first, count = 0, skip + limit
+    pipe = client.pipeline(transaction=False)
+    for base in bases:
+        pipe.zrangebyscore(f"{base}index", start, "+inf", first, count, withscores=True)
+    candidates = [
+        (score, _text(name), base)
+        for base, entries in zip(bases, pipe.execute(), strict=True)
+        for name, score in entries
+    ]
+    return candidates, skip
+
+
+def _seek(client: Any, bases: list[str], now: int, offset: int) -> tuple[int, int]:
+    """The expiry (ms) of entry ``offset`` of the shards merged, found by halving the range of
+    expiries on counts (pipelined ZCOUNTs, no entries read), and how many entries expiring
+    then come before it."""
+
+    def before(ms: int) -> int:  # entries expiring in [now, ms)
+        pipe = client.pipeline(transaction=False)
+        for base in bases:
+            pipe.zcount(f"{base}index", now, f"({ms}")
+        return int(sum(pipe.execute()))
+
+    pipe = client.pipeline(transaction=False)
+    for base in bases:
+        pipe.zrange(f"{base}index", -1, -1, withscores=True)
+    lo, hi, below = now, max([int(e[0][1]) for e in pipe.execute() if e], default=now) + 1, 0
+    while hi - lo > 1:  # before(lo) <= offset < before(hi)
+        mid = (lo + hi) // 2
+        count = before(mid)
+        if count <= offset:
+            lo, below = mid, count
+        else:
+            hi = mid
+    return lo, offset - below
 
 
 def _describe(client: Any, page: list[tuple[float, str, str]]) -> list[LockInfo]:

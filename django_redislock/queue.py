@@ -16,7 +16,18 @@ from django.core.exceptions import ImproperlyConfigured
 from .conf import conf
 from .connection import get_redis, run_script
 from .exceptions import JobNotFound
-from .queue_scripts import ACK, CANCEL, ENQUEUE, PAGE, POP, RENEW, REQUEUE, SETTLE
+from .queue_scripts import (
+    ACK,
+    CANCEL,
+    DELETE,
+    ENQUEUE,
+    PAGE,
+    POP,
+    READY_AGE,
+    RENEW,
+    REQUEUE,
+    SETTLE,
+)
 
 STATES = {"ready": "ready", "scheduled": "sched", "running": "run", "dead": "dead"}
 _STATE_NAMES = {"r": "ready", "s": "scheduled", "x": "running", "d": "dead", "k": "done"}
@@ -303,6 +314,11 @@ class Queue:
             pipe.zcard(self.base + suffix)
         return dict(zip(STATES, pipe.execute(), strict=True))
 
+    def oldest_ready_age(self) -> float | None:
+        """Seconds the longest-waiting ready job has been due (None: nothing is ready)."""
+        age = int(self._run(READY_AGE))
+        return None if age < 0 else age / 1000
+
     def jobs(self, state: str, offset: int = 0, limit: int = 50) -> list[Job]:
         """One page of jobs in ``state``, in the order they will run (dead: oldest first)."""
         reply = self._run(PAGE, self._set(state), int(offset), int(limit), "0")
@@ -346,6 +362,10 @@ class Queue:
     def requeue(self, job_id: str) -> bool:
         """Run a scheduled or dead job now (a dead one with its attempts reset)."""
         return bool(self._run(REQUEUE, job_id))
+
+    def delete(self, job_id: str) -> bool:
+        """Delete a ready, scheduled or dead job; False when it is missing or running."""
+        return bool(self._run(DELETE, job_id))
 
     def purge(self, state: str, batch: int = 1000) -> int:
         """Delete every job in ``state``, ``batch`` per atomic step; returns how many."""

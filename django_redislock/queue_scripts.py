@@ -315,3 +315,41 @@ end
 return reply
 """,
 )
+
+# ARGV[1] base  ARGV[2] id
+# Deletes a ready, scheduled or dead job. 1, or 0 when it is missing or running.
+DELETE = _script(
+    "delete",
+    """
+local base, id = ARGV[1], ARGV[2]
+local key = base .. 'j:' .. id
+local sets = {r = 'ready', s = 'sched', d = 'dead'}
+local set = sets[redis.call('HGET', key, 's') or '']
+if not set then return 0 end
+redis.call('ZREM', base .. set, id)
+redis.call('DEL', key)
+return 1
+""",
+)
+
+# ARGV[1] base
+# How long (ms, server clock) the longest-waiting ready job has been due; -1 when none is
+# ready. The ready set is ordered by priority first, so its head is not always the oldest:
+# the head of each priority band in use is read (at most 201 bands, O(log n) each).
+READY_AGE = _script(
+    "ready_age",
+    _COMMON
+    + """
+local base, band = ARGV[1], 1099511627776
+local ready, oldest, min = base .. 'ready', nil, '-inf'
+for _ = 1, 201 do
+  local head = redis.call('ZRANGEBYSCORE', ready, min, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #head == 0 then break end
+  local due = tonumber(redis.call('HGET', base .. 'j:' .. head[1], 'sc') or '0')
+  if not oldest or due < oldest then oldest = due end
+  min = string.format('%.0f', (math.floor(tonumber(head[2]) / band) + 1) * band)
+end
+if not oldest then return -1 end
+return math.max(0, now_ms() - oldest)
+""",
+)

@@ -1,8 +1,10 @@
+from django.contrib import admin
 from django.urls import include, path
 
 from . import views
 
 urlpatterns = [
+    path("admin/", admin.site.urls),
     path("buy/<int:product_id>/", views.buy),
     path("buy-429/<int:product_id>/", views.buy_429),
     path("buy-custom/<int:product_id>/", views.buy_custom_busy),

@@ -1,0 +1,201 @@
+"""The admin's destructive actions: what each needs, says before and does.
+
+An action's target is a few strings from the request (a lock name; a queue and a job id);
+``describe`` says what confirming will do, ``perform`` does it. Both raise ``Gone`` when
+there is nothing to do (the lock was released, the job ran meanwhile)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.admin.models import CHANGE, DELETION
+from django.http import Http404
+from django.utils.formats import date_format
+from django.utils.timezone import localtime
+
+from .conf import conf
+from .exceptions import JobNotFound
+from .keys import validate_name
+from .listing import describe_lock
+from .locks import Lock
+from .queue import Job, Queue, get_queue
+from .templatetags.redislock_admin import duration
+
+VIEW = "django_redislock.view_dashboard"
+RELEASE = "django_redislock.release_lock"
+MANAGE = "django_redislock.manage_queues"
+
+
+class Gone(Exception):
+    """Nothing to do: the target is no longer in the state the action needs."""
+
+
+@dataclass(frozen=True)
+class Action:
+    label: str
+    permission: str
+    flag: int  # the admin log's action flag
+    fields: tuple[str, ...]  # the request fields naming the target
+    describe: Callable[[Mapping[str, str]], dict[str, Any]]
+    perform: Callable[[Mapping[str, str]], str]
+    # The admin log entry's object id and text
+    logged_as: Callable[[Mapping[str, str]], tuple[str, str]]
+
+
+def target(action: Action, data: Mapping[str, str]) -> dict[str, str]:
+    """The action's target read from GET or POST data; 404 when it is malformed."""
+    found = {name: data.get(name, "") for name in action.fields}
+    if not all(found.values()):
+        raise Http404(f"Missing {', '.join(n for n, v in found.items() if not v)}.")
+    if "queue" in found and found["queue"] not in conf.QUEUES:
+        raise Http404(f"No queue {found['queue']!r} in REDISLOCK['QUEUES'].")
+    if "name" in found:
+        try:
+            validate_name(found["name"])
+        except ValueError as exc:
+            raise Http404(str(exc)) from exc
+    return found
+
+
+def _when(moment: datetime) -> str:
+    seconds = moment.timestamp() - time.time()
+    relative = f"in {duration(seconds)}" if seconds > 0 else f"{duration(seconds)} ago"
+    return f"{date_format(localtime(moment), 'Y-m-d H:i:s')} ({relative})"
+
+
+# --- force release ------------------------------------------------------------------------
+
+
+def _describe_release(t: Mapping[str, str]) -> dict[str, Any]:
+    lock = describe_lock(t["name"])
+    if lock is None:
+        raise Gone(f"Lock “{t['name']}” is not held any more.")
+    waiters = f"; {lock.waiters} waiting, the first gets it at once" if lock.waiters else ""
+    return {
+        "summary": (
+            f"Force-release lock “{lock.name}”, held by {lock.host} (pid {lock.pid}) for "
+            f"{duration(lock.held_for)}, {duration(lock.ttl)} before it expires{waiters}."
+        ),
+        "warning": (
+            "Its holder is not told: if it is still working, it carries on while another "
+            "process holds the lock. Release only a lock whose holder is stuck or gone."
+        ),
+        "lock": lock,
+    }
+
+
+def _release(t: Mapping[str, str]) -> str:
+    if not Lock.force_release(t["name"]):
+        raise Gone(f"Lock “{t['name']}” was not held any more; nothing was done.")
+    return f"Lock “{t['name']}” was force-released."
+
+
+# --- jobs ---------------------------------------------------------------------------------
+
+
+def _job(t: Mapping[str, str], *states: str) -> tuple[Queue, Job]:
+    queue = get_queue(t["queue"])
+    try:
+        job = queue.get(t["job"])
+    except JobNotFound:
+        raise Gone(f"Job “{t['job']}” is not in queue “{queue.name}” any more.") from None
+    if job.state not in states:
+        raise Gone(f"Job “{job.id}” of queue “{queue.name}” is {job.state} now.")
+    return queue, job
+
+
+def _describe_run(t: Mapping[str, str]) -> dict[str, Any]:
+    queue, job = _job(t, "scheduled")
+    return {
+        "summary": f"Run job “{job.id}” ({job.task}) of queue “{queue.name}” now instead "
+        f"of at {_when(job.due_at)}.",
+        "job": job,
+    }
+
+
+def _run(t: Mapping[str, str]) -> str:
+    queue, job = _job(t, "scheduled")
+    if not queue.requeue(job.id):
+        raise Gone(f"Job “{job.id}” was not scheduled any more; nothing was done.")
+    return f"Job “{job.id}” of queue “{queue.name}” was made ready to run now."
+
+
+def _describe_retry(t: Mapping[str, str]) -> dict[str, Any]:
+    queue, job = _job(t, "dead")
+    return {
+        "summary": f"Run dead job “{job.id}” ({job.task}) of queue “{queue.name}” again now, "
+        f"with its attempts reset (it failed after {job.attempts}).",
+        "job": job,
+    }
+
+
+def _retry(t: Mapping[str, str]) -> str:
+    queue, job = _job(t, "dead")
+    if not queue.requeue(job.id):
+        raise Gone(f"Job “{job.id}” was not dead any more; nothing was done.")
+    return f"Dead job “{job.id}” of queue “{queue.name}” was requeued."
+
+
+def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:
+    queue, job = _job(t, "ready", "scheduled", "dead")
+    return {
+        "summary": f"Delete {job.state} job “{job.id}” ({job.task}) of queue “{queue.name}”. "
+        "It will not run.",
+        "job": job,
+    }
+
+
+def _delete(t: Mapping[str, str]) -> str:
+    queue = get_queue(t["queue"])
+    if not queue.delete(t["job"]):
+        raise Gone(f"Job “{t['job']}” is running or gone; nothing was deleted.")
+    return f"Job “{t['job']}” of queue “{queue.name}” was deleted."
+
+
+def _describe_purge(t: Mapping[str, str]) -> dict[str, Any]:
+    dead = get_queue(t["queue"]).counts()["dead"]
+    if not dead:
+        raise Gone(f"Queue “{t['queue']}” has no dead jobs.")
+    return {"summary": f"Delete all {dead} dead jobs of queue “{t['queue']}”, with their errors."}
+
+
+def _purge(t: Mapping[str, str]) -> str:
+    removed = get_queue(t["queue"]).purge("dead")
+    if not removed:
+        raise Gone(f"Queue “{t['queue']}” had no dead jobs; nothing was deleted.")
+    return f"{removed} dead job{'s' if removed != 1 else ''} of queue “{t['queue']}” deleted."
+
+
+def _as_lock(t: Mapping[str, str]) -> tuple[str, str]:
+    return t["name"], f"lock {t['name']}"
+
+
+def _as_job(t: Mapping[str, str]) -> tuple[str, str]:
+    return f"{t['queue']}:{t['job']}", f"job {t['job']} of queue {t['queue']}"
+
+
+def _as_dead(t: Mapping[str, str]) -> tuple[str, str]:
+    return t["queue"], f"dead jobs of queue {t['queue']}"
+
+
+JOB = ("queue", "job")
+ACTIONS = {
+    "release": Action("Force release", RELEASE, DELETION, ("name",), _describe_release,
+                      _release, _as_lock),
+    "run": Action("Run now", MANAGE, CHANGE, JOB, _describe_run, _run, _as_job),
+    "retry": Action("Retry", MANAGE, CHANGE, JOB, _describe_retry, _retry, _as_job),
+    "delete": Action("Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, _as_job),
+    "purge": Action("Purge dead jobs", MANAGE, DELETION, ("queue",), _describe_purge, _purge,
+                    _as_dead),
+}  # fmt: skip
+# The actions offered on a job in each state.
+JOB_ACTIONS = {
+    "ready": ("delete",),
+    "scheduled": ("run", "delete"),
+    "running": (),
+    "dead": ("retry", "delete"),
+}
