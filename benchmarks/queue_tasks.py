@@ -1,0 +1,58 @@
+"""The jobs ``benchmarks/queue.py`` runs, the same for every library: a no-op taking a
+small int, and ``stamp``, which pushes ``time.time() - since`` onto a Redis list (the time
+from ``since`` until the job started, measured in the worker process).
+
+django-redislock runs only ``@task`` objects of an installed app; RQ runs plain functions
+by dotted path; huey registers the same functions on a huey instance (``huey_tasks``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import redis
+from django_tasks import task
+
+STAMPS = "bench:stamps"
+
+_url = ""
+_client: tuple[int, redis.Redis] | None = None
+
+
+def configure(url: str) -> None:
+    """Where ``stamp`` writes; set in the parent before any worker process is forked."""
+    global _url, _client
+    _url, _client = url, None
+
+
+def _redis() -> redis.Redis:
+    global _client
+    if _client is None or _client[0] != os.getpid():  # a forked worker makes its own
+        _client = (os.getpid(), redis.Redis.from_url(_url))
+    return _client[1]
+
+
+def noop(n: int) -> None:
+    return None
+
+
+def stamp(since: float) -> None:
+    now = time.time()
+    _redis().rpush(STAMPS, now - since)
+
+
+@task()
+def redislock_noop(n: int) -> None:
+    return None
+
+
+@task()
+def redislock_stamp(since: float) -> None:
+    stamp(since)
+
+
+def huey_tasks(huey: Any) -> tuple[Any, Any]:
+    """``noop`` and ``stamp`` registered on ``huey`` (each instance has its own registry)."""
+    return huey.task()(noop), huey.task()(stamp)
