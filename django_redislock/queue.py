@@ -19,7 +19,6 @@ from .exceptions import JobNotFound
 from .queue_scripts import (
     ACK,
     CANCEL,
-    DELETE,
     ENQUEUE,
     PAGE,
     POP,
@@ -224,7 +223,7 @@ class Queue:
 
     def cancel(self, job_id: str, score: int | None = None) -> bool:
         """Delete a ready or scheduled job; with ``score``, only if still due at that time."""
-        return bool(self._run(CANCEL, job_id, "" if score is None else int(score)))
+        return bool(self._run(CANCEL, job_id, "" if score is None else int(score), "rs"))
 
     # --- consuming ---------------------------------------------------------------------
 
@@ -365,7 +364,7 @@ class Queue:
 
     def delete(self, job_id: str) -> bool:
         """Delete a ready, scheduled or dead job; False when it is missing or running."""
-        return bool(self._run(DELETE, job_id))
+        return bool(self._run(CANCEL, job_id, "", "rsd"))
 
     def purge(self, state: str, batch: int = 1000) -> int:
         """Delete every job in ``state``, ``batch`` per atomic step; returns how many."""

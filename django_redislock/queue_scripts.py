@@ -247,16 +247,18 @@ return lost
 )
 
 # ARGV[1] base  ARGV[2] id  ARGV[3] due (epoch ms) it must still have, or ""
-# Deletes a ready or scheduled job. 1, or 0 when missing, running, dead or since rescheduled.
+# ARGV[4] the states it may be in: "rs" (cancel: ready, scheduled) or "rsd" (delete: also dead)
+# Deletes the job. 1, or 0 when missing, running, in another state or since rescheduled.
 CANCEL = _script(
     "cancel",
     """
 local base, id = ARGV[1], ARGV[2]
 local key = base .. 'j:' .. id
 local f = redis.call('HMGET', key, 's', 'sc')
-if f[1] ~= 'r' and f[1] ~= 's' then return 0 end
+local sets = {r = 'ready', s = 'sched', d = 'dead'}
+if not f[1] or not sets[f[1]] or not string.find(ARGV[4], f[1], 1, true) then return 0 end
 if ARGV[3] ~= '' and f[2] ~= ARGV[3] then return 0 end
-redis.call('ZREM', base .. (f[1] == 'r' and 'ready' or 'sched'), id)
+redis.call('ZREM', base .. sets[f[1]], id)
 redis.call('DEL', key)
 return 1
 """,
@@ -313,22 +315,6 @@ for _, id in ipairs(ids) do
   for _, v in ipairs(h) do reply[#reply + 1] = v end
 end
 return reply
-""",
-)
-
-# ARGV[1] base  ARGV[2] id
-# Deletes a ready, scheduled or dead job. 1, or 0 when it is missing or running.
-DELETE = _script(
-    "delete",
-    """
-local base, id = ARGV[1], ARGV[2]
-local key = base .. 'j:' .. id
-local sets = {r = 'ready', s = 'sched', d = 'dead'}
-local set = sets[redis.call('HGET', key, 's') or '']
-if not set then return 0 end
-redis.call('ZREM', base .. set, id)
-redis.call('DEL', key)
-return 1
 """,
 )
 
