@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
+import base64
 import json
 import math
-import uuid
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -16,21 +16,12 @@ from django.core.exceptions import ImproperlyConfigured
 from .conf import conf
 from .connection import get_redis, run_script
 from .exceptions import JobNotFound
-from .queue_scripts import (
-    ACK,
-    CANCEL,
-    ENQUEUE,
-    PAGE,
-    POP,
-    READY_AGE,
-    RENEW,
-    REQUEUE,
-    SETTLE,
-)
+from .queue_scripts import CANCEL, ENQUEUE, PAGE, POP, READY_AGE, RELEASE, RENEW, REQUEUE, SETTLE
 
 STATES = {"ready": "ready", "scheduled": "sched", "running": "run", "dead": "dead"}
 _STATE_NAMES = {"r": "ready", "s": "scheduled", "x": "running", "d": "dead", "k": "done"}
 MAX_JOB_ID = 200
+_JOB_ARGUMENTS = frozenset({"task", "args", "kwargs", "job_id", "delay", "at", "priority"})
 
 
 def _text(value: Any) -> str:
@@ -80,7 +71,8 @@ def _error(error: str | BaseException) -> tuple[str, str]:
     return f"{cls.__name__}: {error}", f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _payload(task: Any, args: Any, kwargs: Any) -> str:
+def _encoded(task: Any, args: Any, kwargs: Any) -> tuple[str, str, str]:
+    """A job's task, args and kwargs as stored (JSON; "" for no kwargs)."""
     if not isinstance(task, str) or not task:
         raise TypeError(f"task must be a non-empty dotted path (str), not {task!r}.")
     if not isinstance(args, (list, tuple)):
@@ -88,14 +80,33 @@ def _payload(task: Any, args: Any, kwargs: Any) -> str:
     if not isinstance(kwargs, Mapping):
         raise TypeError(f"kwargs must be a dict, not {type(kwargs).__name__}.")
     try:
-        return json.dumps({"task": task, "args": list(args), "kwargs": dict(kwargs)})
+        return task, _dumps(list(args)), _dumps(dict(kwargs)) if kwargs else ""
     except (TypeError, ValueError) as exc:
         raise TypeError(f"args and kwargs of a job must be JSON-serializable ({exc}).") from exc
 
 
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _decoded(task: Any, args: Any, kwargs: Any) -> tuple[str, list[Any], dict[str, Any]]:
+    """A job's task, args and kwargs as read. Never anything but JSON: a job written by
+    something else gets an empty task, and the worker sends it to the dead set."""
+    try:
+        task, args = _text(task), json.loads(args)
+        kwargs = json.loads(kwargs) if kwargs else {}
+        if task and isinstance(args, list) and isinstance(kwargs, dict):
+            return task, args, kwargs
+    except (TypeError, ValueError, UnicodeDecodeError):
+        pass
+    return "", [], {}
+
+
+def _new_id() -> str:
+    # 128 random bits, 22 URL-safe characters.
+    return base64.urlsafe_b64encode(os.urandom(16))[:22].decode()
+
+
 def _job_id(job_id: Any) -> str:
-    if job_id is None:
-        return uuid.uuid4().hex
     if not isinstance(job_id, str) or not job_id or len(job_id) > MAX_JOB_ID:
         raise ValueError(f"job_id must be a non-empty str of at most {MAX_JOB_ID} characters.")
     if not job_id.isprintable() or "{" in job_id or "}" in job_id:
@@ -195,31 +206,32 @@ class Queue:
         self, jobs: Iterable[Mapping[str, Any]], replace: bool, entry: str, tick_ms: int
     ) -> list[Job]:
         flat: list[Any] = []
-        made: list[Job] = []
+        made: list[tuple[str, str, Any, Any, int]] = []
+        fresh = "1"  # every id generated here: ENQUEUE need not look any up
         for spec in jobs:
-            unknown = set(spec) - {"task", "args", "kwargs", "job_id", "delay", "at", "priority"}
-            if unknown:
-                raise TypeError(f"Unknown job argument(s): {', '.join(sorted(unknown))}.")
-            payload = _payload(spec.get("task"), spec.get("args", ()), spec.get("kwargs") or {})
-            job_id = _job_id(spec.get("job_id"))
+            if not spec.keys() <= _JOB_ARGUMENTS:
+                unknown = ", ".join(sorted(set(spec) - _JOB_ARGUMENTS))
+                raise TypeError(f"Unknown job argument(s): {unknown}.")
+            task, args, kwargs = spec.get("task"), spec.get("args", ()), spec.get("kwargs") or {}
+            encoded = _encoded(task, args, kwargs)
+            job_id = spec.get("job_id")
+            if job_id is None:
+                job_id = _new_id()
+            else:
+                job_id, fresh = _job_id(job_id), "0"
             priority = _priority(spec.get("priority", 0))
-            flat += [job_id, payload, priority, _due(spec.get("delay"), spec.get("at"))]
-            made.append(self._job(job_id, json.loads(payload), priority=priority))
+            flat += [job_id, *encoded, priority, _due(spec.get("delay"), spec.get("at"))]
+            made.append((job_id, encoded[0], args, kwargs, priority))
         if not made:
             return []
-        reply = self._run(ENQUEUE, "1" if replace else "0", entry, tick_ms, *flat)
+        reply = self._run(ENQUEUE, "1" if replace else "0", entry, tick_ms, fresh, *flat)
         if not reply:  # the tick was already claimed
             return []
         return [
-            dataclasses.replace(
-                job, score=int(reply[3 * i + 1]), state=_STATE_NAMES[_text(reply[3 * i + 2])]
-            )
-            for i, job in enumerate(made)
-        ]
-
-    def _job(self, job_id: str, payload: dict[str, Any], **extra: Any) -> Job:
-        return Job(job_id, self.name, payload.get("task", ""), payload.get("args", []),
-                   payload.get("kwargs", {}), **extra)  # fmt: skip
+            Job(job_id, self.name, task, list(args), dict(kwargs), priority,
+                state=_STATE_NAMES[_text(reply[3 * i + 2])], score=int(reply[3 * i + 1]))
+            for i, (job_id, task, args, kwargs, priority) in enumerate(made)
+        ]  # fmt: skip
 
     def cancel(self, job_id: str, score: int | None = None) -> bool:
         """Delete a ready or scheduled job; with ``score``, only if still due at that time."""
@@ -237,38 +249,53 @@ class Queue:
     ) -> tuple[list[Job], float | None]:
         """``pop``, and the seconds until the next scheduled job or lease expiry (0 when
         more are ready, None when nothing is pending)."""
+        jobs, wait, _ = self.fetch(count, lease, worker=worker)
+        return jobs, wait
+
+    def fetch(
+        self,
+        count: int,
+        lease: float | None = None,
+        *,
+        worker: str = "",
+        finished: Sequence[tuple[Job, str | None]] = (),
+    ) -> tuple[list[Job], float | None, list[str]]:
+        """``pop_and_wait`` after acknowledging ``finished`` (jobs with their result, as
+        ``ack`` takes them), in one round trip; also returns the ids of the finished jobs
+        whose lease had run out."""
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ValueError(f"count must be an int >= 0, not {count!r}.")
         lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
-        reply = self._run(POP, count, lease_ms, worker or "-", self.max_attempts)
+        acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
+        reply = self._run(POP, count, lease_ms, worker or "-", self.max_attempts,
+                          max(1, round(self.result_ttl * 1000)), len(finished), *acks)  # fmt: skip
         wait = None if reply[0] < 0 else reply[0] / 1000
+        lost = [_text(job_id) for job_id in reply[1]]
         jobs = []
-        for i in range(1, len(reply), 8):
-            job_id, payload, attempts, priority, due, token, enqueued, workers = reply[i : i + 8]
-            job = self._loaded(_text(job_id), payload, state="running", attempts=int(attempts),
-                               priority=int(priority), score=int(due), lease=_text(token),
-                               worker=worker or None, enqueued=int(enqueued or 0),
-                               workers=tuple(_text(workers).split(",")))  # fmt: skip
+        for i in range(2, len(reply), 9):
+            job_id, task, args, kwargs, attempts, priority, due, enqueued, workers = reply[
+                i : i + 9
+            ]
+            workers = _text(workers)
+            job = Job(_text(job_id), self.name, *_decoded(task, args, kwargs),
+                      priority=int(priority), attempts=attempts, state="running",
+                      score=int(due), enqueued=int(enqueued),
+                      lease=f"{worker or '-'}#{attempts}",
+                      worker=worker or None, workers=tuple(workers.split(",")))  # fmt: skip
             jobs.append(job)
-        return jobs, wait
+        return jobs, wait, lost
 
-    def _loaded(self, job_id: str, payload: Any, **extra: Any) -> Job:
-        try:
-            data = json.loads(payload)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-        except (TypeError, ValueError, UnicodeDecodeError):
-            # Never anything but JSON: a job written by something else is left as text, and
-            # the worker sends it to the dead set.
-            data = {"task": "", "args": [], "kwargs": {}}
-        return self._job(job_id, data, **extra)
+    def release(self, jobs: Sequence[Job]) -> int:
+        """Give back popped jobs that did not start: ready again at the front of their
+        priority, their attempt not counted. Returns how many were still leased."""
+        if not jobs:
+            return 0
+        return int(self._run(RELEASE, *[v for job in jobs for v in (job.id, job.lease or "")]))
 
     def ack(self, job: Job, result: str | None = None) -> bool:
         """Finish a popped job; with ``result`` (its return value as JSON text) the job is
         kept, done, for RESULT_TTL. False when its lease had run out (it may run again)."""
-        ttl_ms = max(1, round(self.result_ttl * 1000))
-        keep = "0" if result is None else "1"
-        return bool(self._run(ACK, job.id, job.lease or "", keep, result or "", ttl_ms))
+        return not self.fetch(0, finished=[(job, result)])[2]
 
     def retry(self, job: Job, delay: float | None = None, error: str = "") -> bool:
         """Give a popped job back, due again after ``delay`` seconds (default: the backoff)."""
@@ -348,15 +375,15 @@ class Queue:
         def text(name: str) -> str:
             return _text(fields.get(name, b""))
 
-        return self._loaded(job_id, fields.get("p", b""), priority=int(text("pr") or 0),
-                            attempts=int(text("a") or 0),
-                            state=_STATE_NAMES.get(text("s"), "unknown"),
-                            score=int(text("sc") or 0), enqueued=int(text("e") or 0),
-                            started=int(text("st") or 0), finished=int(text("f") or 0),
-                            lease=text("l") or None, worker=text("w") or None,
-                            workers=tuple(w for w in text("ws").split(",") if w),
-                            error=text("err"), error_class=text("ec"), traceback=text("tb"),
-                            result=text("v") if "v" in fields else None)  # fmt: skip
+        decoded = _decoded(fields.get("t"), fields.get("ar"), fields.get("kw"))
+        return Job(job_id, self.name, *decoded, priority=int(text("pr") or 0),
+                   attempts=int(text("a") or 0), state=_STATE_NAMES.get(text("s"), "unknown"),
+                   score=int(text("sc") or 0), enqueued=int(text("e") or 0),
+                   started=int(text("st") or 0), finished=int(text("f") or 0),
+                   lease=text("l") or None, worker=text("w") or None,
+                   workers=tuple(w for w in text("ws").split(",") if w),
+                   error=text("err"), error_class=text("ec"), traceback=text("tb"),
+                   result=text("v") if "v" in fields else None)  # fmt: skip
 
     def requeue(self, job_id: str) -> bool:
         """Run a scheduled or dead job now (a dead one with its attempts reset)."""

@@ -66,9 +66,19 @@ class InvalidTask(Exception):
     that is not JSON): it goes to the dead set, never retried."""
 
 
+_resolved: dict[str, Any] = {}
+
+
 def resolve_task(path: str) -> Any:
     """The task object at ``path``. Only an object that ``@task`` made, in a module of an
     installed app: a path read from Redis never imports or runs anything else."""
+    found = _resolved.get(path)
+    if found is None:
+        found = _resolved[path] = _resolve(path)
+    return found
+
+
+def _resolve(path: str) -> Any:
     module_name, _, attr = path.rpartition(".")
     if not module_name or not any(
         module_name == app.name or module_name.startswith(app.name + ".")

@@ -1,5 +1,14 @@
-"""The queue worker behind ``manage.py run_queue_worker``: leases jobs, runs them in threads,
-keeps their leases alive, heartbeats into Redis and drains on SIGTERM/SIGINT."""
+"""The queue worker behind ``manage.py run_queue_worker``: leases jobs, runs them (in its
+main thread, or in a pool of threads), keeps their leases alive, heartbeats into Redis and
+drains on SIGTERM/SIGINT.
+
+With one job at a time, the worker leases a few jobs ahead while jobs are quick, and
+acknowledges finished jobs in the same round trip that leases the next ones, so a stream of
+short jobs costs a fraction of a round trip each. The housekeeping thread bounds what that
+costs: a finished job waits at most ``ACK_HOLD`` for its acknowledgement, and jobs leased
+ahead of one that runs longer than ``GIVE_BACK_AFTER``, or of a stop request, go back to the
+queue for others at once.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +22,7 @@ import socket
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from secrets import token_hex
@@ -33,6 +43,13 @@ logger = logging.getLogger(__name__)
 # Longest single block on Redis while idle: bounds how late a stop request or a heartbeat is.
 MAX_BLOCK = 1.0
 BACKOFF_MAX = 5.0
+# Leasing ahead (one job at a time only): up to PREFETCH_MAX jobs while each takes under
+# QUICK seconds; back to one after a slower job.
+PREFETCH_MAX = 32
+QUICK = 0.005
+ACK_HOLD = 0.05  # longest wait of a finished job for its acknowledgement
+GIVE_BACK_AFTER = 0.25  # a job running this long gives back the jobs leased behind it
+TEND = 0.05  # how often the housekeeping thread looks
 
 
 class Worker:
@@ -60,11 +77,20 @@ class Worker:
         self.scheduler = Scheduler(using) if schedule and conf.SCHEDULE else None
         self.id = f"{socket.gethostname()}:{os.getpid()}:{token_hex(3)}"
         self.client = self.queues[0].client
-        self.active: dict[tuple[str, str], tuple[Queue, Job]] = {}
+        self.active: dict[tuple[str, str], tuple[Queue, Job]] = {}  # running
+        # One job at a time: jobs leased ahead, finished jobs not yet acknowledged (with
+        # their results, and since when), and when the running job started.
+        self.ahead: deque[tuple[Queue, Job]] = deque()
+        self.finished: dict[Queue, list[tuple[Job, str | None]]] = {}
+        self.finished_since = 0.0
+        self.job_started = 0.0
+        self.held = threading.Lock()  # guards ahead and finished
         self.changed = threading.Condition()
         self.stopping = threading.Event()
+        self.exiting = threading.Event()  # set once drained: the keeper renews until then
         self.started_jobs = self.processed = self.failed = 0
         self.started_at = time.time()
+        self.backoff = 0.1
         self.beat = min(5.0, min(q.lease for q in self.queues) / 3)
         self.registry = f"{conf.KEY_PREFIX}:{{W}}:workers"
         self.info_key = f"{conf.KEY_PREFIX}:{{W}}:w:{self.id}"
@@ -77,45 +103,85 @@ class Worker:
         RedisUnavailable when Redis cannot be reached at start."""
         self.heartbeat()  # fails fast, and clearly, when Redis is unreachable at start
         self._install_signals()
-        beater = threading.Thread(target=self._beat_loop, name="redislock-heartbeat", daemon=True)
-        beater.start()
-        threads = [beater]
+        keeper = threading.Thread(target=self._keep_loop, name="redislock-keeper", daemon=True)
+        keeper.start()
+        threads = [keeper]
         if self.scheduler is not None:
             scheduler = threading.Thread(
                 target=self.scheduler.run, args=(self.stopping,), name="redislock-schedule"
             )
             scheduler.start()
             threads.append(scheduler)
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="redislock-job")
-        backoff = 0.1
         try:
-            while not self.stopping.is_set():
-                if self.max_jobs is not None and self.started_jobs >= self.max_jobs:
-                    break
+            if self.concurrency == 1:
+                self._work_inline()
+            else:
+                self._work_pooled()
+        finally:
+            self.stopping.set()
+            self.exiting.set()
+            for thread in threads:
+                thread.join()
+            self._give_back()
+            self.waiter.close()
+            self._deregister()
+
+    def _work_inline(self) -> None:
+        """One job at a time, in this thread, leasing ahead while jobs are quick."""
+        prefetch = 1
+        while not self._done():
+            with self.held:
+                item = self.ahead.popleft() if self.ahead else None
+            if item is None:
+                wait = self._guarded(self._fetch_ahead, prefetch)
+                if wait is False:
+                    continue  # failed, and waited out the backoff
+                if not self.ahead:
+                    if self.burst and wait != 0:
+                        break
+                    self._guarded(self._block, wait)
+                continue
+            queue, job = item
+            took = self._run_job(queue, job)
+            prefetch = min(prefetch * 2, PREFETCH_MAX) if took < QUICK else 1
+
+    def _work_pooled(self) -> None:
+        """``concurrency`` jobs at once, in threads."""
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="redislock-job") as pool:
+            while not self._done():
                 free = self._wait_for_slot()
                 if free == 0 or self.stopping.is_set():
                     continue
-                try:
-                    started, wait = self._fetch(pool, free)
-                    if not started:
-                        if self.burst and wait != 0 and not self.active:
-                            break
-                        self._block(wait)
-                    backoff = 0.1
-                except Exception as exc:  # Redis away, or a bug: never stop working for it
-                    if isinstance(exc, RedisUnavailable):
-                        logger.warning("Redis is unreachable (%s); retry in %.1fs.", exc, backoff)
-                    else:
-                        logger.exception("Fetching jobs failed; retry in %.1fs.", backoff)
-                    self.stopping.wait(backoff * random.uniform(0.5, 1))
-                    backoff = min(backoff * 2, BACKOFF_MAX)
-        finally:
-            pool.shutdown(wait=True)  # drain: running jobs finish
-            self.stopping.set()
-            for thread in threads:
-                thread.join()
-            self.waiter.close()
-            self._deregister()
+                found = self._guarded(self._fetch, pool, free)
+                if found is False:
+                    continue
+                started, wait = found
+                if not started:
+                    if self.burst and wait != 0 and not self.active:
+                        break
+                    self._guarded(self._block, wait)
+            # leaving the block waits for the running jobs: the drain
+
+    def _done(self) -> bool:
+        return self.stopping.is_set() or (
+            self.max_jobs is not None and self.started_jobs >= self.max_jobs
+        )
+
+    def _guarded(self, step: Callable[..., Any], *args: Any) -> Any:
+        """``step(*args)`` (a fetch or a wait), or False after waiting out a backoff when it
+        failed: Redis away, or a bug; the worker never stops working for either."""
+        try:
+            found = step(*args)
+            self.backoff = 0.1
+            return found
+        except Exception as exc:
+            if isinstance(exc, RedisUnavailable):
+                logger.warning("Redis is unreachable (%s); retry in %.1fs.", exc, self.backoff)
+            else:
+                logger.exception("Fetching jobs failed; retry in %.1fs.", self.backoff)
+            self.stopping.wait(self.backoff * random.uniform(0.5, 1))
+            self.backoff = min(self.backoff * 2, BACKOFF_MAX)
+            return False
 
     def stop(self) -> None:
         self.stopping.set()
@@ -164,6 +230,43 @@ class Worker:
                 soonest = wait
         return started, soonest
 
+    def _fetch_ahead(self, count: int) -> float | None:
+        """Acknowledge the finished jobs and lease up to ``count`` more (fewer near
+        ``max_jobs``), queue by queue, one round trip each; the seconds until the next job
+        is due (0: more are ready; None: nothing pending)."""
+        if self.max_jobs is not None:
+            count = min(count, self.max_jobs - self.started_jobs)
+        soonest = None
+        for queue in self.queues:
+            with self.held:
+                finished = self.finished.pop(queue, [])
+            if count <= 0 and not finished:
+                soonest = 0.0
+                continue
+            try:
+                jobs, wait, lost = queue.fetch(max(0, count), worker=self.id, finished=finished)
+            except BaseException:
+                self._unfinish(queue, finished)
+                raise
+            self._warn_lost(lost)
+            with self.held:
+                self.ahead.extend((queue, job) for job in jobs)
+            count -= len(jobs)
+            if wait is not None and (soonest is None or wait < soonest):
+                soonest = wait
+        return soonest
+
+    def _unfinish(self, queue: Queue, finished: list[tuple[Job, str | None]]) -> None:
+        """Put back acknowledgements that may not have reached Redis, to send again."""
+        if finished:
+            with self.held:
+                self.finished[queue] = finished + self.finished.get(queue, [])
+
+    @staticmethod
+    def _warn_lost(lost: Sequence[str]) -> None:
+        for job_id in lost:
+            logger.warning("Job %s lost its lease before it finished; it may run again.", job_id)
+
     def _block(self, wait: float | None) -> None:
         """Sleep on the queues' wake-up lists until an enqueue (or the next due job)."""
         if wait == 0:
@@ -172,7 +275,14 @@ class Worker:
 
     # --- running ----------------------------------------------------------------------
 
-    def _run_job(self, queue: Queue, job: Job) -> None:
+    def _run_job(self, queue: Queue, job: Job) -> float:
+        """Run one job and record its outcome; returns how long it ran (s)."""
+        inline = self.concurrency == 1
+        with self.changed:
+            self.active[(queue.name, job.id)] = (queue, job)
+        if inline:
+            self.started_jobs += 1
+        start = self.job_started = time.monotonic()
         close_old_connections()
         try:
             try:
@@ -182,15 +292,22 @@ class Worker:
                 invalid, trace = exc, traceback.format_exc()
                 self._settle(lambda: queue.bury(job, invalid, trace))
                 self.failed += 1
-                return
+                return time.monotonic() - start
             except Exception as exc:
                 logger.exception("Job %s (%s) failed", job.id, job.task)
                 error, trace = exc, traceback.format_exc()
                 self._settle(lambda: queue.fail(job, error, trace))
                 self.failed += 1
-                return
-            self._settle(lambda: queue.ack(job, value))
+                return time.monotonic() - start
+            if inline:  # acknowledged with the next fetch, or by the keeper
+                with self.held:
+                    if not self.finished:
+                        self.finished_since = time.monotonic()
+                    self.finished.setdefault(queue, []).append((job, value))
+            else:
+                self._settle(lambda: queue.ack(job, value))
             self.processed += 1
+            return time.monotonic() - start
         finally:
             close_old_connections()
             with self.changed:
@@ -214,18 +331,65 @@ class Worker:
 
     # --- heartbeat and registry -------------------------------------------------------
 
-    def _beat_loop(self) -> None:
-        while not self.stopping.wait(self.beat):
+    def _keep_loop(self) -> None:
+        """Housekeeping: acknowledgements held too long, jobs leased ahead of a long one,
+        and the heartbeat."""
+        next_beat = time.monotonic() + self.beat
+        while not self.exiting.wait(TEND):
             try:
-                self.heartbeat()
-            except Exception:  # a beat is retried on the next tick; the loop must not die
-                logger.warning("Heartbeat failed", exc_info=True)
+                self._keep()
+                if time.monotonic() >= next_beat:
+                    next_beat = time.monotonic() + self.beat
+                    self.heartbeat()
+            except Exception:  # retried on the next round; the loop must not die
+                logger.warning("Worker housekeeping failed", exc_info=True)
+
+    def _keep(self) -> None:
+        now = time.monotonic()
+        with self.held:
+            finished = {}
+            if self.finished and now - self.finished_since > ACK_HOLD:
+                finished, self.finished = self.finished, {}
+            ahead: list[tuple[Queue, Job]] = []
+            long_job = self.active and now - self.job_started > GIVE_BACK_AFTER
+            if self.ahead and (long_job or self.stopping.is_set()):
+                ahead = list(self.ahead)
+                self.ahead.clear()
+        for queue, done in finished.items():
+            try:
+                self._warn_lost(queue.fetch(0, worker=self.id, finished=done)[2])
+            except BaseException:
+                self._unfinish(queue, done)
+                raise
+        self._release(ahead)
+
+    def _release(self, ahead: list[tuple[Queue, Job]]) -> None:
+        for queue in self.queues:
+            jobs = [job for q, job in ahead if q is queue]
+            if jobs:
+                logger.debug("Giving back %d job(s) leased ahead.", len(jobs))
+                queue.release(jobs)
+
+    def _give_back(self) -> None:
+        """At exit: acknowledge what finished, and give back the jobs leased ahead."""
+        with self.held:
+            finished, self.finished = self.finished, {}
+            ahead = list(self.ahead)
+            self.ahead.clear()
+        try:
+            for queue, done in finished.items():
+                self._warn_lost(queue.fetch(0, worker=self.id, finished=done)[2])
+            self._release(ahead)
+        except RedisUnavailable:
+            logger.warning("Redis is unreachable at exit; unacknowledged jobs run again later.")
 
     def heartbeat(self) -> None:
         with self.changed:
             active = list(self.active.values())
+        with self.held:
+            leased = active + list(self.ahead)
         for queue in self.queues:
-            mine = [job for q, job in active if q is queue]
+            mine = [job for q, job in leased if q is queue]
             lost = queue.renew(mine)
             if lost:
                 with self.changed:  # a job finished since the copy above was not lost

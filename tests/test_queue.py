@@ -66,6 +66,39 @@ def test_ack_with_a_result_keeps_the_job_done(queue: Queue) -> None:
     assert job.id == "kept"
 
 
+def test_fetch_acknowledges_and_leases_in_one_step(queue: Queue) -> None:
+    queue.enqueue_many([{"task": "t", "args": [i], "job_id": f"j{i}"} for i in range(5)])
+    first, wait, lost = queue.fetch(2, worker="w1")
+    assert [job.id for job in first] == ["j0", "j1"]
+    assert (wait, lost) == (0, [])
+    stale = first[1]
+    assert queue.ack(stale)  # finished elsewhere: its lease is gone when fetch acks it
+    finished = [(first[0], '"zero"'), (stale, None)]
+    second, wait, lost = queue.fetch(5, worker="w1", finished=finished)
+    assert [job.id for job in second] == ["j2", "j3", "j4"]
+    assert lost == ["j1"]
+    assert 0 < (wait or 0) <= 5  # nothing more is ready: the wait is for the leases
+    assert queue.get("j0").result == '"zero"'
+    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 3, "dead": 0}
+    assert queue.fetch(0, finished=[(job, None) for job in second])[2] == []
+    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+
+
+def test_release_gives_back_unstarted_jobs_in_front(queue: Queue) -> None:
+    queue.enqueue_many([{"task": "t", "args": [i], "job_id": f"j{i}"} for i in range(4)])
+    queue.enqueue("t", args=[9], job_id="urgent", priority=5)
+    [urgent, j0, j1, j2] = queue.pop(4, worker="w1")
+    assert urgent.id == "urgent"
+    done_elsewhere = j2
+    assert queue.ack(done_elsewhere)
+    assert queue.release([urgent, j0, j1, done_elsewhere]) == 3  # j2's lease was gone
+    assert queue.counts() == {"ready": 4, "scheduled": 0, "running": 0, "dead": 0}
+    again = queue.pop(4, worker="w2")
+    assert [job.id for job in again] == ["urgent", "j0", "j1", "j3"]  # their order, in front
+    assert {(job.attempts, job.workers) for job in again} == {(1, ("w2",))}  # not counted
+    assert queue.release([]) == 0
+
+
 def test_priority_then_fifo(queue: Queue) -> None:
     for i, priority in enumerate([0, 5, 0, -3, 5, 100, -100]):
         queue.enqueue("t", args=[i], priority=priority)

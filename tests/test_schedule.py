@@ -181,4 +181,7 @@ def test_three_workers_enqueue_each_tick_exactly_once(
     assert len(ticks) >= TICKS
     for tick in ticks:  # every tick ran, as its own job ...
         assert queue.get(f"schedule:tick:{tick}").state == "done", tick
-    assert len(done()) == len(ticks)  # ... and none ran twice
+    # ... and none ran twice. (The first claim seen is a job's too when the poll above
+    # missed the entry's start, which is claimed without a job.)
+    ran = len(ticks) + int(get_redis().exists(queue.key(f"result:schedule:tick:{first}")))
+    assert len(done()) == ran

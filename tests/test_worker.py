@@ -99,7 +99,8 @@ def test_poison_and_invalid_jobs_go_to_the_dead_set(real: Backend, processes: Pr
     client = get_redis()
     blob = pickle.dumps(Pwn())
     client.hset(
-        queue.key("j:pickled"), mapping={"p": blob, "pr": 0, "a": 0, "sc": 0, "e": 0, "s": "r"}
+        queue.key("j:pickled"),
+        mapping={"t": "tests.tasks.record", "ar": blob, "sc": 0, "e": 0, "s": "r"},
     )
     client.zadd(queue.key("ready"), {"pickled": 1})
     queue.enqueue_many([{"task": "tests.tasks.record", "args": [i]} for i in range(20)])

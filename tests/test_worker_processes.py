@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from django_redislock import get_queue, get_redis
+from django_redislock import worker as worker_module
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.testing import RedisServer
 from django_redislock.worker import Worker, live_workers
@@ -165,6 +166,63 @@ def test_sigterm_finishes_running_jobs_and_leases_nothing_more(
     assert sorted(d["n"] for d in done()) == list(range(total))  # each exactly once
     assert sorted(s["n"] for s in started()) == list(range(total))
     stop_all([successor])
+
+
+SLOW = 5
+
+
+def leased_ahead_of_a_slow_job(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Quick jobs with a slow one (n=SLOW, 1.5 s) among them. One worker at a time leases
+    ahead while jobs are quick (here: under 1 s, whatever the machine's load), so the slow
+    one is leased with others behind it: job 0, then 1-2, then 3-10."""
+    monkeypatch.setattr(worker_module, "QUICK", 1.0)
+    return [{"task": TRACKED, "args": [n, 1.5 if n == SLOW else 0]} for n in range(41)]
+
+
+def test_jobs_leased_ahead_go_back_at_once_on_sigterm(
+    real: Backend, processes: Processes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "GIVE_BACK_AFTER", 60.0)  # only the stop gives back
+    queue = get_queue()
+    queue.enqueue_many(leased_ahead_of_a_slow_job(monkeypatch))
+    worker = processes.start(work, 1)
+    wait_for(lambda: SLOW in {s["n"] for s in started()})
+    # The slow one runs with 6-10 leased behind it; 3 and 4 have finished, acknowledged
+    # within ACK_HOLD though no fetch follows them.
+    wait_for(lambda: queue.counts() == {**EMPTY, "ready": 30, "running": 6}, timeout=1)
+    assert {d["n"] for d in done()} == set(range(SLOW))
+    os.kill(worker.pid, signal.SIGTERM)
+    # Back at once: while the slow job still runs, only it is leased.
+    wait_for(lambda: queue.counts() == {**EMPTY, "ready": 35, "running": 1}, timeout=1)
+    assert SLOW not in {d["n"] for d in done()}
+    worker.join(10)
+    assert worker.exitcode == 0
+    assert sorted(d["n"] for d in done()) == list(range(SLOW + 1))  # the slow one finished
+    ready = queue.jobs("ready")
+    assert [job.args[0] for job in ready] == list(range(SLOW + 1, 41))  # in order, in front
+    assert {(job.attempts, job.workers) for job in ready} == {(0, ())}  # not an attempt
+
+    successor = processes.start(work, 1)
+    wait_for(lambda: settled() and len(done()) >= 41)
+    assert sorted(d["n"] for d in done()) == list(range(41))  # each exactly once
+    stop_all([successor])
+
+
+def test_a_long_job_gives_back_the_jobs_leased_behind_it(
+    real: Backend, processes: Processes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queue = get_queue()
+    queue.enqueue_many(leased_ahead_of_a_slow_job(monkeypatch))
+    worker = processes.start(work, 1)
+    wait_for(lambda: SLOW in {s["n"] for s in started()})
+    # Within GIVE_BACK_AFTER (and a keeper round) of its start, only the slow job is leased
+    # and the rest are there for any worker.
+    wait_for(lambda: queue.counts() == {**EMPTY, "ready": 35, "running": 1}, timeout=1)
+    assert SLOW not in {d["n"] for d in done()}
+    wait_for(lambda: settled() and len(done()) >= 41)
+    assert sorted(d["n"] for d in done()) == list(range(41))  # each exactly once
+    assert [d["n"] for d in done()] == list(range(41))  # in order
+    stop_all([worker])
 
 
 # --- delayed jobs -------------------------------------------------------------------------
