@@ -115,3 +115,9 @@ def processes() -> Iterator[Processes]:
     procs = Processes()
     yield procs
     procs.cleanup()
+
+
+@pytest.fixture
+def redis_backend(request: pytest.FixtureRequest, settings: Any) -> Backend:
+    """The real standalone server only, for tests too slow to repeat on every backend."""
+    return _configure(request, settings, "redis")
