@@ -263,12 +263,26 @@ class Queue:
         """``pop_and_wait`` after acknowledging ``finished`` (jobs with their result, as
         ``ack`` takes them), in one round trip; also returns the ids of the finished jobs
         whose lease had run out."""
+        reply = self._run(POP, *self._fetch_args(count, lease, worker, finished))
+        return self._fetched(reply, worker)
+
+    def _fetch_args(
+        self,
+        count: int,
+        lease: float | None,
+        worker: str,
+        finished: Sequence[tuple[Job, str | None]],
+    ) -> list[Any]:
+        """POP's arguments after the base, for ``fetch``."""
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ValueError(f"count must be an int >= 0, not {count!r}.")
         lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
         acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
-        reply = self._run(POP, count, lease_ms, worker or "-", self.max_attempts,
-                          max(1, round(self.result_ttl * 1000)), len(finished), *acks)  # fmt: skip
+        return [count, lease_ms, worker or "-", self.max_attempts,
+                max(1, round(self.result_ttl * 1000)), len(finished), *acks]  # fmt: skip
+
+    def _fetched(self, reply: Any, worker: str) -> tuple[list[Job], float | None, list[str]]:
+        """``fetch``'s value from POP's reply."""
         wait = None if reply[0] < 0 else reply[0] / 1000
         lost = [_text(job_id) for job_id in reply[1]]
         jobs = []

@@ -12,6 +12,7 @@ queue for others at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ from .conf import conf
 from .connection import UNAVAILABLE, call, get_redis, is_cluster
 from .exceptions import RedisUnavailable
 from .queue import Job, Queue, get_queue
+from .queue_scripts import POP
 from .schedule import Scheduler
 from .tasks import InvalidTask, run_job
 
@@ -85,6 +87,9 @@ class Worker:
         self.finished_since = 0.0
         self.job_started = 0.0
         self.held = threading.Lock()  # guards ahead and finished
+        # Serving one queue one job at a time, the next fetch is sent before the jobs ahead
+        # run out, and read when they have: Redis works while this process does.
+        self.flight = InFlight(self, self.queues[0]) if concurrency == len(queues) == 1 else None
         self.changed = threading.Condition()
         self.stopping = threading.Event()
         self.exiting = threading.Event()  # set once drained: the keeper renews until then
@@ -132,6 +137,7 @@ class Worker:
         while not self._done():
             with self.held:
                 item = self.ahead.popleft() if self.ahead else None
+                left = len(self.ahead)
             if item is None:
                 wait = self._guarded(self._fetch_ahead, prefetch)
                 if wait is False:
@@ -139,8 +145,12 @@ class Worker:
                 if not self.ahead:
                     if self.burst and wait != 0:
                         break
+                    close_old_connections()  # as after a request: none kept open idle
                     self._guarded(self._block, wait)
                 continue
+            flight = self.flight
+            if flight is not None and prefetch > 2 and left <= prefetch // 2 and not flight.sent:
+                self._guarded(self._send_ahead, flight, prefetch)
             queue, job = item
             took = self._run_job(queue, job)
             prefetch = min(prefetch * 2, PREFETCH_MAX) if took < QUICK else 1
@@ -234,6 +244,9 @@ class Worker:
         """Acknowledge the finished jobs and lease up to ``count`` more (fewer near
         ``max_jobs``), queue by queue, one round trip each; the seconds until the next job
         is due (0: more are ready; None: nothing pending)."""
+        if self.flight is not None and self.flight.sent:
+            wait = self.flight.collect()
+            return None if wait is False else wait
         if self.max_jobs is not None:
             count = min(count, self.max_jobs - self.started_jobs)
         soonest = None
@@ -255,6 +268,16 @@ class Worker:
             if wait is not None and (soonest is None or wait < soonest):
                 soonest = wait
         return soonest
+
+    def _send_ahead(self, flight: InFlight, count: int) -> None:
+        """Send the next fetch now, to be read once the jobs ahead run out."""
+        with self.held:
+            ahead = len(self.ahead)
+            finished = self.finished.pop(flight.queue, [])
+        if self.max_jobs is not None:
+            count = min(count, self.max_jobs - self.started_jobs - ahead - 1)
+        if not flight.send(max(0, count), finished):
+            self._unfinish(flight.queue, finished)
 
     def _unfinish(self, queue: Queue, finished: list[tuple[Job, str | None]]) -> None:
         """Put back acknowledgements that may not have reached Redis, to send again."""
@@ -309,7 +332,8 @@ class Worker:
             self.processed += 1
             return time.monotonic() - start
         finally:
-            close_old_connections()
+            if not inline:  # inline, the next job's start or going idle closes them
+                close_old_connections()
             with self.changed:
                 self.active.pop((queue.name, job.id), None)
                 self.changed.notify_all()
@@ -346,12 +370,19 @@ class Worker:
 
     def _keep(self) -> None:
         now = time.monotonic()
+        running_for = now - self.job_started if self.active else 0.0
+        long_job = running_for > GIVE_BACK_AFTER
+        if (
+            self.flight is not None
+            and self.flight.sent
+            and (running_for > ACK_HOLD or self.stopping.is_set())
+        ):  # its jobs join those ahead: renewed with them, or given back below
+            self.flight.collect()
         with self.held:
             finished = {}
             if self.finished and now - self.finished_since > ACK_HOLD:
                 finished, self.finished = self.finished, {}
             ahead: list[tuple[Queue, Job]] = []
-            long_job = self.active and now - self.job_started > GIVE_BACK_AFTER
             if self.ahead and (long_job or self.stopping.is_set()):
                 ahead = list(self.ahead)
                 self.ahead.clear()
@@ -372,6 +403,11 @@ class Worker:
 
     def _give_back(self) -> None:
         """At exit: acknowledge what finished, and give back the jobs leased ahead."""
+        if self.flight is not None:
+            # On failure its acknowledgements are put back, and fail again just below.
+            with contextlib.suppress(RedisUnavailable):
+                self.flight.collect()
+            self.flight.close()
         with self.held:
             finished, self.finished = self.finished, {}
             ahead = list(self.ahead)
@@ -432,6 +468,76 @@ def live_workers(using: str | None = None) -> list[dict[str, Any]]:
         return []
     values = client.mget([f"{conf.KEY_PREFIX}:{{W}}:w:{i.decode()}" for i in ids])
     return [json.loads(v) for v in values if v is not None]
+
+
+class InFlight:
+    """A fetch sent on a connection of the worker's own and read later: while the worker runs
+    the jobs it holds, Redis acknowledges the finished ones and leases the next. The main
+    thread reads it when it needs the jobs; the keeper thread, when a job runs longer than
+    ACK_HOLD (so that their leases are renewed with the others ahead) or the worker stops."""
+
+    def __init__(self, worker: Worker, queue: Queue) -> None:
+        self.worker, self.queue = worker, queue
+        client = queue.client
+        self.node = (  # the node of the queue's slot, on Redis Cluster
+            client.get_node_from_key(queue.key("ready")).redis_connection
+            if is_cluster(client)
+            else client
+        )
+        self.conn: Any = None
+        self.sent: tuple[list[Any], list[tuple[Job, str | None]]] | None = None
+        self.lock = threading.Lock()
+
+    def send(self, count: int, finished: list[tuple[Job, str | None]]) -> bool:
+        """Send a fetch; False when it could not be sent (nothing was)."""
+        args = self.queue._fetch_args(count, None, self.worker.id, finished)
+        with self.lock:
+            try:
+                if self.conn is None:
+                    self.conn = self.node.connection_pool.get_connection()
+                key = self.queue.key("ready")
+                self.conn.send_command("EVALSHA", POP.sha, 1, key, self.queue.base, *args)
+            except (*UNAVAILABLE, OSError):
+                self._close()
+                return False
+            self.sent = (args, finished)
+            return True
+
+    def collect(self) -> float | bool | None:
+        """Read the fetch in flight: its jobs join those leased ahead. Returns its wait (as
+        ``pop_and_wait``), or False when none was in flight."""
+        with self.lock:
+            if self.sent is None:
+                return False
+            args, finished = self.sent
+            self.sent = None
+            try:
+                try:
+                    reply = self.conn.read_response()
+                except redis.ResponseError:  # NOSCRIPT, or MOVED: it did not run; run it now
+                    self._close()
+                    reply = self.queue._run(POP, *args)
+            except BaseException as exc:
+                self._close()
+                self.worker._unfinish(self.queue, finished)  # to send again
+                if isinstance(exc, (*UNAVAILABLE, OSError)):
+                    raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+                raise
+            jobs, wait, lost = self.queue._fetched(reply, self.worker.id)
+        self.worker._warn_lost(lost)
+        with self.worker.held:
+            self.worker.ahead.extend((self.queue, job) for job in jobs)
+        return wait
+
+    def close(self) -> None:
+        with self.lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self.conn is not None:
+            self.conn.disconnect()
+            self.node.connection_pool.release(self.conn)
+            self.conn = None
 
 
 class Waiter:
