@@ -1,7 +1,7 @@
 """``@redis_locked`` overhead per request: the same tiny view unguarded, guarded by the
 decorator, and guarded by hand with redis-py's ``Lock``, on one Redis in one run.
 
-    bash scripts/bench.sh decorator      # or: python benchmarks/decorator.py [--quick]
+    bash scripts/bench.sh decorator      # or: python -m benchmarks.decorator [--quick]
 
 Uses ``REDIS_URL`` when set, else starts a ``redis-server`` of its own on a free port.
 Each request is timed on its own; the variants run in alternating rounds so that drift hits

@@ -1,7 +1,7 @@
 """Lock benchmark: django-redislock side by side with the raw floor, redis-py's Lock,
 python-redis-lock and pottery, on one Redis in one run.
 
-    bash scripts/bench.sh locks          # or: python benchmarks/locks.py [--quick]
+    bash scripts/bench.sh locks          # or: python -m benchmarks.locks [--quick]
 
 Uses ``REDIS_URL`` when set, else starts a ``redis-server`` of its own on a free port.
 Measures:

@@ -1,7 +1,7 @@
 """Queue benchmark: django-redislock's job queue and worker side by side with huey and RQ, on
 one Redis in one run.
 
-    bash scripts/bench.sh queue          # or: python benchmarks/queue.py [--quick]
+    bash scripts/bench.sh queue          # or: python -m benchmarks.queue [--quick]
 
 Uses ``REDIS_URL`` when set (its database is flushed), else starts a ``redis-server`` of its
 own on a free port. Every job is a no-op taking a small int, or ``stamp``, which records in

@@ -62,6 +62,12 @@ def lock_base(name: str, shards: int) -> str:
     return shard_base(shard)
 
 
+def index_keys(base: str) -> tuple[str, str, str]:
+    """(index, names, names:swept) keys of a shard: its locks by expiry, by name, and how far
+    ended locks were swept from the names (see ``scripts``)."""
+    return f"{base}index", f"{base}names", f"{base}names:swept"
+
+
 def lock_keys(base: str, name: str) -> tuple[str, str, str, str]:
     """(lock, waiters, index, fence) keys of lock ``name``."""
     return f"{base}l:{name}", f"{base}q:{name}", f"{base}index", f"{base}f:{name}"

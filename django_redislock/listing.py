@@ -1,23 +1,41 @@
-"""Active locks for the admin: read from each shard's index, never from KEYS or SCAN, so the
-cost follows the number of locks shown, not the size of the keyspace."""
+"""Active locks for the admin, read from each shard's indexes (see ``scripts``), never from
+KEYS or SCAN: a page costs O(log n + page) whatever the number of locks.
+
+All locks are listed from the expiry index, soonest to expire first; a prefix search reads
+the name index (a lex range), in name order. Each listing first sweeps (``SWEEP``): locks
+that ended without a release leave the name index, so a prefix's count is exact, except for
+a lock indexed as expiring before the last sweep (its host's clock runs behind the admin's),
+counted but not shown until its entry goes stale; and for a name whose lock was released by
+a process still running the code from before the name index (a rolling upgrade), counted
+until a page shows (and drops) it. Locks taken before the upgrade are added to the name
+index by the first prefix search (one pass over the expiry index), or by their next extend.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from .connection import UNAVAILABLE, get_redis
+from .connection import UNAVAILABLE, get_redis, run_script
 from .exceptions import RedisUnavailable
-from .keys import lock_base, lock_keys, shard_base, shard_count, validate_name
+from .keys import index_keys, lock_base, lock_keys, shard_base, shard_count, validate_name
+from .scripts import SWEEP, SYNC_NAMES
+
+logger = logging.getLogger(__name__)
 
 # Index entries whose expiry passed this long ago are deleted. The margin keeps an entry
 # whose writer's clock ran a little behind until its lock has surely expired.
 STALE_MARGIN_MS = 60_000
-SCAN_COUNT = 5000
-# Past this offset, a page merged from several shards (Redis Cluster) starts at the expiry
-# found by counting, instead of reading every shard from its first entry.
+# Entries one SWEEP call handles at most, and calls per listing: a bigger backlog (a crowd
+# of locks that ended unreleased since the last listing) is left to the next listings.
+SWEEP_BATCH = 5000
+SWEEP_CALLS = 20
+SYNC_BATCH = 1000
+# Past this offset, a page merged from several shards (Redis Cluster) starts where counting
+# finds it, instead of reading every shard from its first entry.
 DEEP_OFFSET = 500
 
 
@@ -41,18 +59,19 @@ class LockPage(NamedTuple):
     total: int
 
 
+# (sort key, lock name, shard base) of one lock to show
+Entry = tuple[Any, str, str]
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def list_locks(
     prefix: str = "", *, offset: int = 0, limit: int = 50, using: str | None = None
 ) -> LockPage:
-    """Held locks whose name starts with ``prefix``, soonest to expire first."""
+    """Held locks: all, soonest to expire first; or those whose name starts with ``prefix``,
+    in name order. ``total`` counts them all (see the module's doc for when it may not)."""
     if offset < 0 or limit < 1:
         raise ValueError("offset must be >= 0 and limit >= 1.")
     try:
@@ -75,41 +94,77 @@ def describe_lock(name: str, *, using: str | None = None) -> LockInfo | None:
 def _list(client: Any, prefix: str, offset: int, limit: int) -> LockPage:
     bases = [shard_base(s) for s in range(shard_count(client))]
     now = int(time.time() * 1000)
-    pipe = client.pipeline(transaction=False)
-    for base in bases:
-        pipe.zremrangebyscore(f"{base}index", "-inf", f"({now - STALE_MARGIN_MS}")
-        pipe.zcount(f"{base}index", now, "+inf")
-    total = sum(pipe.execute()[1::2])
-    candidates: list[tuple[float, str, str]] = []
-    skip = offset
+    live, expired = _sweep(client, bases, now, bool(prefix))
     if prefix:
-        match = _glob_escape(prefix) + "*"
-        for base in bases:
-            for name, score in client.zscan_iter(f"{base}index", match=match, count=SCAN_COUNT):
-                if score >= now:
-                    candidates.append((score, _text(name), base))
-        total = len(candidates)
-    elif offset < total:
-        candidates, skip = _around(client, bases, now, offset, limit)
+        return _by_name(client, bases, prefix, offset, limit, now)
+    candidates: list[Entry] = []
+    skip = offset
+    if offset < live:
+        candidates, skip = _around(client, bases, now, offset, limit, expired)
     candidates.sort()
-    return LockPage(_describe(client, candidates[skip : skip + limit]), total)
+    return LockPage(_describe(client, candidates[skip : skip + limit]), live)
+
+
+def _eval(pipe: Any, script: Any, keys: tuple[str, ...], *args: Any) -> None:
+    # EVAL, not EVALSHA: a pipeline (on Cluster too) cannot load a missing script and retry.
+    pipe.execute_command("EVAL", script.source, len(keys), *keys, *args)
+
+
+def _sweep(client: Any, bases: list[str], now: int, names: bool) -> tuple[int, int]:
+    """Sweep every shard's indexes; with ``names``, also fill a shard's name index when locks
+    predate it. Returns the number of live locks, and of entries expired but still indexed
+    (the rank of the first live lock, on one shard)."""
+    live: dict[str, tuple[int, int]] = {}
+    pending = bases
+    for _ in range(SWEEP_CALLS):
+        pipe = client.pipeline(transaction=False)
+        for base in pending:
+            _eval(pipe, SWEEP, index_keys(base), now, now - STALE_MARGIN_MS, SWEEP_BATCH)
+        again = []
+        for base, (count, state, expired) in zip(pending, pipe.execute(), strict=True):
+            live[base] = int(count), int(expired)
+            if state == -1 and names:
+                _fill_names(client, base, now)
+            if state == 0 or (state == -1 and names):
+                again.append(base)
+        pending = again
+        if not pending:
+            break
+    return sum(n for n, _ in live.values()), sum(n for _, n in live.values())
+
+
+def _fill_names(client: Any, base: str, now: int) -> None:
+    """Add to a shard's name index the live locks it lacks: one pass over its expiry index,
+    needed once, for locks taken before the name index existed."""
+    index, names, swept = index_keys(base)
+    batch: list[Any] = []
+    added = 0
+    for name, expiry in client.zscan_iter(index, count=SYNC_BATCH):
+        if expiry >= now:
+            batch.append(name)
+        if len(batch) == SYNC_BATCH:
+            added += run_script(client, SYNC_NAMES, (index, names), (now, *batch))
+            batch = []
+    if batch:
+        added += run_script(client, SYNC_NAMES, (index, names), (now, *batch))
+    client.set(swept, "-inf", nx=True)
+    logger.info("Added %d lock(s) taken before it to the name index of %s.", added, base)
 
 
 def _around(
-    client: Any, bases: list[str], now: int, offset: int, limit: int
-) -> tuple[list[tuple[float, str, str]], int]:
+    client: Any, bases: list[str], now: int, offset: int, limit: int, expired: int
+) -> tuple[list[Entry], int]:
     """Index entries holding entries offset .. offset + limit of all shards merged by expiry,
     and how many of them come before the page."""
-    start, skip = now, offset
-    if len(bases) == 1:
-        first, count, skip = offset, limit, 0
-    else:  # the merge needs each shard's entries from ``start`` on, up to skip + limit
-        if offset > DEEP_OFFSET:
-            start, skip = _seek(client, bases, now, offset)
-        first, count = 0, skip + limit
     pipe = client.pipeline(transaction=False)
-    for base in bases:
-        pipe.zrangebyscore(f"{base}index", start, "+inf", first, count, withscores=True)
+    if len(bases) == 1:  # by rank: O(log n), at any offset
+        first = expired + offset
+        pipe.zrange(f"{bases[0]}index", first, first + limit - 1, withscores=True)
+        skip = 0
+    else:  # the merge needs each shard's entries from ``start`` on, up to skip + limit
+        start, skip = _seek(client, bases, now, offset) if offset > DEEP_OFFSET else (now, offset)
+        for base in bases:
+            pipe.zrangebyscore(f"{base}index", start, "+inf", 0, skip + limit, withscores=True)
     candidates = [
         (score, _text(name), base)
         for base, entries in zip(bases, pipe.execute(), strict=True)
@@ -143,19 +198,115 @@ def _seek(client: Any, bases: list[str], now: int, offset: int) -> tuple[int, in
     return lo, offset - below
 
 
-def _describe(client: Any, page: list[tuple[float, str, str]]) -> list[LockInfo]:
+# --- prefix search, by name -----------------------------------------------------------------
+
+
+class Matches(NamedTuple):
+    """One shard's matches: ranks ``first`` .. ``first + size - 1`` of its name index."""
+
+    base: str
+    first: int
+    size: int
+
+
+def _by_name(
+    client: Any, bases: list[str], prefix: str, offset: int, limit: int, now: int
+) -> LockPage:
+    # Names are UTF-8, which never holds the byte 0xff: every name starting with ``prefix``
+    # sorts in [prefix, prefix + 0xff), and no other name does.
+    raw = prefix.encode()
+    low, high = b"[" + raw, b"(" + raw + b"\xff"
+    pipe = client.pipeline(transaction=False)
+    for base in bases:
+        names = index_keys(base)[1]
+        pipe.zlexcount(names, "-", b"(" + raw)
+        pipe.zlexcount(names, low, high)
+    counts = pipe.execute()
+    shards = [Matches(b, int(counts[2 * i]), int(counts[2 * i + 1])) for i, b in enumerate(bases)]
+    total = sum(s.size for s in shards)
+    if offset >= total:
+        return LockPage([], total)
+    if len(shards) == 1:
+        starts, skip = [offset], 0
+    elif offset > DEEP_OFFSET:
+        starts, skip = _seek_name(client, shards, low, offset)
+    else:
+        starts, skip = [0] * len(shards), offset
+    read = [(s, start) for s, start in zip(shards, starts, strict=True) if start < s.size]
+    pipe = client.pipeline(transaction=False)
+    for shard, start in read:  # (ZRANGE's end must not go below its start: -1 means the last)
+        pipe.zrange(index_keys(shard.base)[1], shard.first + start,
+                    shard.first + min(shard.size, start + skip + limit) - 1)  # fmt: skip
+    merged = sorted(
+        (_text(name), shard.base) for (shard, _), names in zip(read, pipe.execute(), strict=True)
+        for name in names
+    )  # fmt: skip
+    page = [(name, name, base) for name, base in merged[skip : skip + limit]]
+    return LockPage(_describe(client, page, live_from=now), total)
+
+
+def _seek_name(
+    client: Any, shards: list[Matches], low: bytes, offset: int
+) -> tuple[list[int], int]:
+    """How many of each shard's matches come before match ``offset`` of all shards merged by
+    name (at least: to within DEEP_OFFSET in all), and how many more do.
+
+    Keeps, per shard, a window of ranks where match ``offset`` may be; takes the middle of
+    the widest as a pivot and counts on every shard the matches up to it (pipelined
+    ZLEXCOUNTs): all of them come before match ``offset``, or none after the pivot does."""
+    lo, hi = [0] * len(shards), [s.size for s in shards]
+    while offset - sum(lo) > DEEP_OFFSET:
+        j = max(range(len(shards)), key=lambda i: hi[i] - lo[i])
+        if hi[j] <= lo[j]:
+            break  # only when the index changed meanwhile
+        mid = (lo[j] + hi[j]) // 2
+        found = client.zrange(index_keys(shards[j].base)[1], shards[j].first + mid,
+                              shards[j].first + mid)  # fmt: skip
+        if not found:
+            break  # the index shrank meanwhile
+        pivot = found[0] if isinstance(found[0], bytes) else found[0].encode()
+        pipe = client.pipeline(transaction=False)
+        for shard in shards:
+            pipe.zlexcount(index_keys(shard.base)[1], low, b"[" + pivot)
+        upto = [min(int(c), s.size) for c, s in zip(pipe.execute(), shards, strict=True)]
+        before = sum(upto) - 1  # matches before the pivot, in all shards
+        if before < offset:
+            lo = [max(a, b) for a, b in zip(lo, upto, strict=True)]
+            lo[j] = max(lo[j], mid + 1)
+        elif before == offset:  # the pivot is match ``offset``
+            lo = [max(a, b) for a, b in zip(lo, upto, strict=True)]
+            lo[j] = mid
+            break
+        else:
+            hi = [min(a, b) for a, b in zip(hi, upto, strict=True)]
+            hi[j] = min(hi[j], mid)
+    return lo, offset - sum(lo)
+
+
+# --- the locks themselves ---------------------------------------------------------------------
+
+
+def _describe(client: Any, page: list[Entry], live_from: int | None = None) -> list[LockInfo]:
+    """The locks of ``page`` still held; with ``live_from`` (ms: the page came from the name
+    index), only those whose expiry entry is not older."""
+    per = 3 if live_from is None else 4
     pipe = client.pipeline(transaction=False)
     for _, name, base in page:
-        lock, waiters, _, _ = lock_keys(base, name)
+        lock, waiters, index, _ = lock_keys(base, name)
         pipe.get(lock)
         pipe.pttl(lock)
         pipe.zcard(waiters)
+        if live_from is not None:
+            pipe.zscore(index, name)
     replies = pipe.execute()
     infos = []
-    for i, (_, name, _) in enumerate(page):
-        value, pttl, waiters = replies[3 * i : 3 * i + 3]
-        if value is None:
-            continue  # expired between the two reads
+    for i, (_, name, base) in enumerate(page):
+        value, pttl, waiters, *expiry = replies[per * i : per * i + per]
+        if expiry and expiry[0] is None:  # a name without an expiry entry: drop it
+            index, names, _ = index_keys(base)
+            run_script(client, SYNC_NAMES, (index, names), (live_from, name))
+        if value is None or (expiry and (expiry[0] is None or expiry[0] < live_from)):
+            continue  # ended since it was indexed
         _token, acquired_ms, fence, pid, host = _text(value).split("|", 4)
         infos.append(
             LockInfo(

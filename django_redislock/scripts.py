@@ -10,6 +10,12 @@ shard's index included, shares one hash tag and every script runs on Redis Clust
                              with a short PX; a waiter that dies simply lets it lapse
     base w:<token>   list    a waiter's wake-up: the releaser pushes the fence it handed over
     base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN
+    base names       zset    lock name -> 0, so ordered by name: prefix search by lex range
+    base names:swept string  the expiry up to which ended locks left ``names`` (see SWEEP)
+
+Every script that writes a lock's ``index`` entry writes its ``names`` entry too (the key is
+derived from the index key, so callers pass the same KEYS as before it existed); a lock
+that ends without a release (its holder died) leaves ``names`` when ``SWEEP`` meets it.
 
 A token argument always ends with "|", so comparing it with the start of the lock value is
 an exact token match. The fence is 0 for a lock taken without fencing.
@@ -36,6 +42,11 @@ def _script(name: str, source: str) -> LuaScript:
 # BLPOP) and returns its token, or false when no live waiter is left. Dead waiters met on
 # the way are dropped; the loop is bounded so a script never runs long.
 _HANDOFF = """
+-- The name index beside the expiry index "<base>index".
+local function names_of(index)
+  return string.sub(index, 1, -6) .. 'names'
+end
+
 local function handoff(lock, waiters, index, fence, name, base, now)
   for _ = 1, 64 do
     local head = redis.call('ZPOPMIN', waiters)[1]
@@ -47,6 +58,7 @@ local function handoff(lock, waiters, index, fence, name, base, now)
       if fencing == '1' then f = redis.call('INCR', fence) end
       redis.call('SET', lock, head .. now .. '|' .. f .. '|' .. ident, 'PX', ttl)
       redis.call('ZADD', index, now + tonumber(ttl), name)
+      redis.call('ZADD', names_of(index), 0, name)
       redis.call('RPUSH', base .. 'w:' .. head, f)
       redis.call('PEXPIRE', base .. 'w:' .. head, ttl)
       return head
@@ -86,6 +98,7 @@ local function take()
     return nil
   end
   redis.call('ZADD', index, now + tonumber(ttl), name)
+  redis.call('ZADD', names_of(index), 0, name)
   if ARGV[10] == '1' then
     redis.call('ZREM', waiters, tok)
     redis.call('DEL', base .. 'a:' .. tok, base .. 'w:' .. tok)
@@ -151,6 +164,7 @@ if handoff(lock, waiters, index, KEYS[4], ARGV[2], ARGV[4], tonumber(ARGV[3])) t
 end
 redis.call('DEL', lock)
 redis.call('ZREM', index, ARGV[2])
+redis.call('ZREM', names_of(index), ARGV[2])
 if current then return 1 end
 return 0
 """,
@@ -166,6 +180,8 @@ local current = redis.call('GET', KEYS[1])
 if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], tonumber(ARGV[4]) + tonumber(ARGV[2]), ARGV[3])
+-- Also (re)writes the name of a lock taken before the name index existed.
+redis.call('ZADD', string.sub(KEYS[2], 1, -6) .. 'names', 0, ARGV[3])
 return 1
 """,
 )
@@ -186,5 +202,77 @@ if current and string.sub(current, 1, #tok) == tok then
   return tonumber(string.match(current, '^[^|]*|[^|]*|(%d+)|'))
 end
 return -1
+""",
+)
+
+# Listing's upkeep of one shard's indexes. Entries that expired over the margin ago (their
+# lock surely ended without a release) leave both; then the locks that expired since the
+# last sweep leave ``names``, so that a prefix's ZLEXCOUNT counts live locks only. Both in
+# bounded batches: a backlog takes several calls, never one long one.
+# KEYS[1] index  KEYS[2] names  KEYS[3] names:swept (a ZRANGEBYSCORE min: "<ms>" or "(<ms>")
+# ARGV[1] now ms  ARGV[2] stale before ms  ARGV[3] batch
+# Reply: {live locks (index entries expiring from now on), state, entries before them};
+#        state 1: ``names`` holds live locks only; 0: call again, a backlog is left; -1:
+#        ``names`` lacks locks taken before it existed (fill it with SYNC_NAMES, then set
+#        names:swept to "-inf").
+SWEEP = _script(
+    "sweep",
+    """
+local index, names, swept = KEYS[1], KEYS[2], KEYS[3]
+local now, batch = tonumber(ARGV[1]), tonumber(ARGV[3])
+
+local function zrem(key, members)
+  for i = 1, #members, 1000 do  -- Lua's unpack takes a few thousand values at most
+    redis.call('ZREM', key, unpack(members, i, math.min(i + 999, #members)))
+  end
+end
+
+local stale = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. ARGV[2], 'LIMIT', 0, batch)
+if #stale > 0 then
+  zrem(index, stale)
+  zrem(names, stale)
+end
+local live = redis.call('ZCOUNT', index, now, '+inf')
+local before = redis.call('ZCARD', index) - live
+local from = redis.call('GET', swept)
+if not from then
+  -- Both indexes hold the same names unless locks predate ``names``.
+  if live + before ~= redis.call('ZCARD', names) then return {live, -1, before} end
+  from = '-inf'
+end
+local ended = redis.call('ZRANGEBYSCORE', index, from, '(' .. now, 'LIMIT', 0, batch)
+zrem(names, ended)
+if #ended < batch then
+  local mark = tonumber((string.gsub(from, '^%(', '')))
+  if mark == nil or now > mark then redis.call('SET', swept, now) end
+  return {live, 1, before}
+end
+-- A full batch: done up to its last expiry, ties included (one ms of locks).
+local last = redis.call('ZSCORE', index, ended[#ended])
+zrem(names, redis.call('ZRANGEBYSCORE', index, last, last))
+redis.call('SET', swept, '(' .. last)
+return {live, 0, before}
+""",
+)
+
+# Makes ``names`` agree with ``index`` for the given locks: one live in ``index`` is added,
+# any other removed. Fills ``names`` with locks taken before it existed, and drops names left
+# without an expiry entry (released by a process still running the code before ``names``).
+# KEYS[1] index  KEYS[2] names
+# ARGV[1] now ms  ARGV[2..] lock names
+# Reply: how many were added.
+SYNC_NAMES = _script(
+    "sync_names",
+    """
+local now, added = tonumber(ARGV[1]), 0
+for i = 2, #ARGV do
+  local expiry = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if expiry and tonumber(expiry) >= now then
+    added = added + redis.call('ZADD', KEYS[2], 0, ARGV[i])
+  else
+    redis.call('ZREM', KEYS[2], ARGV[i])
+  end
+end
+return added
 """,
 )

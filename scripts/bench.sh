@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh bench
 name=${1:?usage: scripts/bench.sh NAME [args]}
 shift
-exec "$VENV/bin/python" "benchmarks/$name.py" "$@"
+# As a module: run as a script, benchmarks/queue.py would shadow the standard library.
+exec "$VENV/bin/python" -m "benchmarks.$name" "$@"

@@ -1,0 +1,325 @@
+"""Admin benchmark: every page of django-redislock's admin, timed through Django's test client
+(logged in as a superuser), on one Redis holding a big queue and many held locks.
+
+    bash scripts/bench.sh admin          # or: python -m benchmarks.admin
+    python -m benchmarks.admin --jobs 1000000 --locks 100000 --runs 20   # the defaults
+
+Uses ``REDIS_URL`` when set (its database is flushed), else starts a ``redis-server`` of its
+own on a free port; Django runs on an in-memory SQLite database. The Redis gets:
+
+* ``--jobs`` scheduled jobs in queue "default", due in 1 hour to 1 day, enqueued with
+  ``Queue.enqueue_many``, 1,000 per call; 1 % of that ready; 200 running (leased by four
+  registered workers) and 1,000 dead (leased and buried, with a traceback);
+* ``--locks`` held locks (TTL 600 s) taken by the lock's own acquire script, pipelined 1,000
+  at a time, so each has its owner, TTL, index entries, a fence (every other one) and a
+  waiter (one in a hundred). Named ``lock:<number>``, zero-padded: prefix searches match a
+  block of them.
+
+Then each page is loaded once (a warm-up; it must answer 200) and timed ``--runs`` times:
+p50 and max in ms. A page passes when its p50 is within the 200 ms target.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Run as a script, this file's directory comes first on sys.path, where ``queue.py`` beside
+# it would shadow the standard library's ``queue``: it goes last, and the repository first.
+sys.path.sort(
+    key=lambda p: os.path.realpath(p or ".") == os.path.dirname(os.path.realpath(__file__))
+)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from secrets import token_hex
+from typing import Any
+from urllib.parse import urlencode
+
+import django
+import redis
+from django.conf import settings
+from django.test.utils import override_settings
+
+BATCH = 1000
+LOCK_TTL = 600
+TARGET_MS = 200.0
+TASK = "benchmarks.queue_tasks.redislock_noop"
+QUEUE = "default"
+RUNNING, DEAD, WORKERS = 200, 1000, 4
+PER_PAGE = 50
+DEEP_JOB_PAGE = 10_000
+
+urlpatterns: list[Any] = []  # the URLconf when run as a script: the admin only
+
+
+def configure() -> None:
+    """Django settings for running as a script: the admin on an in-memory SQLite database."""
+    settings.configure(
+        SECRET_KEY="benchmark",
+        DEBUG=False,
+        ALLOWED_HOSTS=["testserver"],
+        USE_TZ=True,
+        ROOT_URLCONF=__name__,
+        INSTALLED_APPS=[
+            "django.contrib.admin",
+            "django.contrib.contenttypes",
+            "django.contrib.auth",
+            "django.contrib.sessions",
+            "django.contrib.messages",
+            "django_tasks",
+            "django_redislock",
+        ],
+        MIDDLEWARE=[
+            "django.contrib.sessions.middleware.SessionMiddleware",
+            "django.middleware.csrf.CsrfViewMiddleware",
+            "django.contrib.auth.middleware.AuthenticationMiddleware",
+            "django.contrib.messages.middleware.MessageMiddleware",
+        ],
+        TEMPLATES=[
+            {
+                "BACKEND": "django.template.backends.django.DjangoTemplates",
+                "APP_DIRS": True,
+                "OPTIONS": {
+                    "context_processors": [
+                        "django.template.context_processors.request",
+                        "django.contrib.auth.context_processors.auth",
+                        "django.contrib.messages.context_processors.messages",
+                    ]
+                },
+            }
+        ],
+        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+        DEFAULT_AUTO_FIELD="django.db.models.AutoField",
+        LOGGING_CONFIG=None,
+    )
+    django.setup()
+    from django.contrib import admin
+    from django.core.management import call_command
+    from django.urls import path
+
+    urlpatterns.append(path("admin/", admin.site.urls))
+    call_command("migrate", verbosity=0)
+
+
+# --- filling ------------------------------------------------------------------------------
+
+
+class Progress:
+    """A counter line on stderr."""
+
+    def __init__(self, what: str, total: int) -> None:
+        self.what, self.total, self.started = what, total, time.perf_counter()
+
+    def __call__(self, done: int) -> None:
+        sys.stderr.write(f"\r  {self.what}: {done:,} of {self.total:,}")
+        if done >= self.total:
+            sys.stderr.write(f" in {time.perf_counter() - self.started:.1f} s\n")
+        sys.stderr.flush()
+
+
+def fill_jobs(scheduled: int) -> dict[str, str]:
+    """The queue's jobs in every state; returns a job id of each state (for the actions)."""
+    from django_redislock import get_queue
+    from django_redislock.worker import Worker
+
+    queue = get_queue(QUEUE)
+    rng = random.Random(42)
+    ready = RUNNING + DEAD + scheduled // 100
+    progress = Progress("scheduled jobs", scheduled)
+    for start in range(0, scheduled, BATCH):
+        end = min(scheduled, start + BATCH)
+        queue.enqueue_many(
+            {"task": TASK, "args": [i], "delay": rng.uniform(3600, 86400)}
+            for i in range(start, end)
+        )
+        progress(end)
+    for start in range(0, ready, BATCH):
+        queue.enqueue_many(
+            {"task": TASK, "args": [i]} for i in range(start, min(ready, start + BATCH))
+        )
+    for _ in range(WORKERS):  # registered as live, each holding its share of running jobs
+        worker = Worker([QUEUE], concurrency=RUNNING // WORKERS)
+        worker.beat = LOCK_TTL  # its registry entry lasts 3 beats
+        for job in queue.pop(RUNNING // WORKERS, lease=3600, worker=worker.id):
+            worker.active[(QUEUE, job.id)] = (queue, job)
+        worker.heartbeat()
+    trace = "Traceback (most recent call last):\n" + '  File "shop/tasks.py", line 12\n' * 20
+    for job in queue.pop(DEAD, lease=3600):
+        queue.bury(job, RuntimeError("payment provider said no"), trace)
+    return {s: queue.jobs(s, 0, 1)[0].id for s in ("ready", "scheduled", "running", "dead")}
+
+
+def lock_name(i: int, count: int) -> str:
+    return f"lock:{i:0{len(str(max(count - 1, 100)))}d}"
+
+
+def fill_locks(client: Any, count: int) -> None:
+    """Locks held as ``Lock.acquire`` holds them, through its acquire script, pipelined."""
+    from django_redislock import Lock
+    from django_redislock.scripts import ACQUIRE
+
+    sha = client.script_load(ACQUIRE.source)
+    progress = Progress("held locks", count)
+    for start in range(0, count, BATCH):
+        end = min(count, start + BATCH)
+        pipe = client.pipeline(transaction=False)
+        for i in range(start, end):
+            lock = Lock(lock_name(i, count), ttl=LOCK_TTL, fencing=i % 2 == 0)
+            keys = lock.keys
+            args = list(lock._acquire_args(f"{token_hex(8)}|", False, False))
+            pipe.execute_command("EVALSHA", sha, 4, *keys, *args)
+            if i % 100 == 50:  # a waiter, queued (registered for as long as the lock lasts)
+                args[0], args[7] = f"{token_hex(8)}|", LOCK_TTL * 1000
+                pipe.execute_command("EVALSHA", sha, 4, *keys, *args)
+        held = sum(1 for reply in pipe.execute() if type(reply) is int)  # else {pttl}: busy
+        if held != end - start:
+            raise RuntimeError(f"Only {held} of locks {start}..{end} could be taken.")
+        progress(end)
+
+
+# --- timing -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    page: str
+    p50: float  # ms
+    max: float  # ms
+    status: int
+
+    @property
+    def passed(self) -> bool:
+        return self.status == 200 and self.p50 <= TARGET_MS
+
+
+def pages(jobs: dict[str, str], counts: dict[str, int], locks: int) -> list[tuple[str, str]]:
+    """(label, URL) of every page to time."""
+    from django.urls import reverse
+
+    from django_redislock.listing import list_locks
+
+    def url(view: str, /, *args: str, **query: Any) -> str:
+        found = reverse(f"admin:django_redislock_{view}", args=args)
+        return f"{found}?{urlencode(query)}" if query else found
+
+    def last(total: int) -> int:
+        return max(1, -(-total // PER_PAGE))
+
+    found = [("admin index", reverse("admin:index")), ("queues", url("dashboard_changelist"))]
+    for state, count in counts.items():
+        deep = min(DEEP_JOB_PAGE, last(count))
+        found += [(f"jobs {state} ({count:,}) p1", url("jobs", QUEUE, state)),
+                  (f"jobs {state} p{deep:,}", url("jobs", QUEUE, state, p=deep))]  # fmt: skip
+    middle = lock_name(locks // 2, locks)
+    small, big = middle[: len(middle) - 2], middle[: len("lock:") + 1]  # ~100, ~10 % of locks
+    deep, deep_big = last(locks) // 2 + 1, last(locks // 10) // 2 + 1
+    matches = {q: list_locks(q).total for q in (small, big)}
+    found += [
+        (f"locks ({locks:,}) p1", url("locks")),
+        (f"locks p{deep:,}", url("locks", p=deep)),
+        (f"locks q={small} ({matches[small]:,}) p1", url("locks", q=small)),
+        (f"locks q={big} ({matches[big]:,}) p1", url("locks", q=big)),
+        (f"locks q={big} p{deep_big:,}", url("locks", q=big, p=deep_big)),
+        ("workers", url("workers")),
+        ("confirm force release", url("confirm", "release", name=middle)),
+        ("confirm run now", url("confirm", "run", queue=QUEUE, job=jobs["scheduled"])),
+        ("confirm retry", url("confirm", "retry", queue=QUEUE, job=jobs["dead"])),
+        ("confirm delete", url("confirm", "delete", queue=QUEUE, job=jobs["ready"])),
+        ("confirm purge dead", url("confirm", "purge", queue=QUEUE)),
+    ]  # fmt: skip
+    return found
+
+
+def time_page(client: Any, url: str, runs: int) -> tuple[list[float], int]:
+    status = client.get(url).status_code  # warm-up
+    took = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        client.get(url)
+        took.append((time.perf_counter() - start) * 1000)
+    return took, status
+
+
+def measure(r: redis.Redis, jobs: int, locks: int, runs: int) -> list[Row]:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from django_redislock import get_queue, get_redis
+
+    r.flushdb()
+    print(f"Filling: {jobs:,} scheduled jobs, {locks:,} held locks", flush=True)
+    ids = fill_jobs(jobs)
+    fill_locks(get_redis(), locks)
+    memory = r.info("memory")["used_memory_human"]
+    counts = get_queue(QUEUE).counts()
+    print(f"Redis used_memory_human: {memory}; {r.dbsize():,} keys; jobs {counts}\n", flush=True)
+
+    user, _ = get_user_model().objects.get_or_create(
+        username="benchmark", defaults={"is_staff": True, "is_superuser": True}
+    )
+    client = Client()
+    client.force_login(user)
+    rows = []
+    for label, url in pages(ids, counts, locks):
+        took, status = time_page(client, url, runs)
+        rows.append(Row(label, statistics.median(took), max(took), status))
+    return rows
+
+
+def report(rows: Sequence[Row], runs: int) -> None:
+    width = max(len(row.page) for row in rows) + 2
+    print(f"  {'page':{width}}{'p50 ms':>9}{'max ms':>9}   p50 <= {TARGET_MS:.0f} ms ({runs} runs)")
+    for row in rows:
+        verdict = (
+            "PASS" if row.passed else f"FAIL{'' if row.status == 200 else f' (HTTP {row.status})'}"
+        )
+        print(f"  {row.page:{width}}{row.p50:9.1f}{row.max:9.1f}   {verdict}")
+    failed = [row.page for row in rows if not row.passed]
+    print(
+        f"\n{len(rows) - len(failed)} of {len(rows)} pages pass"
+        + (f"; failing: {', '.join(failed)}" if failed else "")
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> list[Row]:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=1_000_000, help="scheduled jobs")
+    parser.add_argument("--locks", type=int, default=100_000, help="held locks")
+    parser.add_argument("--runs", type=int, default=20, help="timed loads of each page")
+    args = parser.parse_args(argv)
+
+    server = None
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        from django_redislock.testing import RedisServer
+
+        server = RedisServer().start()
+        url = server.url
+    if not settings.configured:
+        configure()
+    r = redis.Redis.from_url(url)
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"Redis {r.info('server')['redis_version']} at {url}; Python {sys.version.split()[0]}; "
+          f"Django {django.get_version()}; {os.cpu_count()} CPUs, load average {load}")  # fmt: skip
+    try:
+        queues = {QUEUE: {"LEASE": 3600}}
+        with override_settings(REDISLOCK={"URL": url, "QUEUES": queues}):
+            rows = measure(r, args.jobs, args.locks, args.runs)
+        report(rows, args.runs)
+        return rows
+    finally:
+        r.flushdb()
+        if server is not None:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""Lock listing: prefix search through the name index, its upkeep, and pages across shards;
+on fakeredis, a real redis-server and a real Cluster."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from django_redislock import Lock, listing
+from django_redislock.keys import index_keys
+from django_redislock.listing import list_locks
+
+from .conftest import Backend
+
+ODD_NAMES = [
+    "a", "ab", "a*b", "a?c", "a[x]", "a]", "a\\d", "a-", "a(", "aé:1", "aÿ", "a日本:1", "b",
+    "café:1", "日本:1", "[a", "(a", "-a", "+a", "*",
+]  # fmt: skip
+
+
+def names(page: listing.LockPage) -> list[str]:
+    return [info.name for info in page.locks]
+
+
+def indexed(backend: Backend, name: str) -> tuple[bool, bool]:
+    """Whether ``name`` is in its shard's (expiry index, name index)."""
+    index, by_name, _ = index_keys(Lock(name).base)
+    return (
+        backend.client.zscore(index, name) is not None,
+        backend.client.zscore(by_name, name) is not None,
+    )
+
+
+@pytest.fixture
+def held(backend: Backend) -> Iterator[list[Lock]]:
+    locks = [Lock(name, ttl=30 + i) for i, name in enumerate(ODD_NAMES)]
+    for lock in locks:
+        assert lock.acquire(0)
+    yield locks
+    for lock in locks:
+        lock.release()
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("a*", ["a*b"]),
+        ("a?", ["a?c"]),
+        ("a[", ["a[x]"]),
+        ("a]", ["a]"]),
+        ("a\\", ["a\\d"]),
+        ("a(", ["a("]),
+        ("a-", ["a-"]),
+        ("aé", ["aé:1"]),
+        ("a日", ["a日本:1"]),
+        ("日本:", ["日本:1"]),
+        ("ab", ["ab"]),  # a whole name, no other name after it
+        ("[", ["[a"]),
+        ("(", ["(a"]),
+        ("-", ["-a"]),
+        ("+", ["+a"]),
+        ("*", ["*"]),
+        ("c", ["café:1"]),
+        ("x", []),
+        ("a b", []),  # no name holds whitespace or braces: nothing matches, nothing fails
+        ("{a}", []),
+    ],
+)
+def test_prefix_is_literal_whatever_characters_it_holds(
+    held: list[Lock], prefix: str, expected: list[str]
+) -> None:
+    page = list_locks(prefix)
+    assert names(page) == expected
+    assert page.total == len(expected)
+
+
+def test_a_prefix_that_is_a_whole_name_finds_it_and_longer_names_in_name_order(
+    held: list[Lock],
+) -> None:
+    page = list_locks("a")
+    expected = sorted(n for n in ODD_NAMES if n.startswith("a"))
+    assert names(page) == expected
+    assert expected[0] == "a"
+    assert "aÿ" in expected  # ÿ is 0xc3 0xbf in UTF-8: inside the range's 0xff bound
+    assert page.total == len(expected)
+
+
+def test_the_empty_prefix_lists_every_lock_by_expiry(held: list[Lock]) -> None:
+    page = list_locks("", limit=100)
+    assert names(page) == ODD_NAMES  # acquired with rising TTLs
+    assert page.total == len(ODD_NAMES)
+
+
+@pytest.mark.parametrize("deep_offset", [0, 7, 500])
+def test_prefix_pages_follow_one_another_across_shards(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, deep_offset: int
+) -> None:
+    # DEEP_OFFSET 0: on Cluster every page past the first is found by counting on pivots.
+    monkeypatch.setattr(listing, "DEEP_OFFSET", deep_offset)
+    locks = [Lock(f"{kind}:{i}", ttl=30) for i in range(90) for kind in ("page", "other")]
+    for lock in locks:
+        assert lock.acquire(0)
+    try:
+        expected = sorted(lock.name for lock in locks if lock.name.startswith("page:"))
+        pages = [list_locks("page:", offset=offset, limit=8) for offset in range(0, 96, 8)]
+        assert [n for page in pages for n in names(page)] == expected
+        assert {page.total for page in pages} == {90}
+        for offset in (0, 1, 13, 44, 45, 88, 89):
+            assert names(list_locks("page:", offset=offset, limit=1)) == [expected[offset]]
+        beyond = list_locks("page:", offset=90)
+        assert (beyond.locks, beyond.total) == ([], 90)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def test_locks_that_ended_unreleased_are_not_shown_and_leave_both_indexes(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Lock("gone:1", ttl=0.05).acquire(0)
+    kept = Lock("gone:2", ttl=30)
+    kept.acquire(0)
+    time.sleep(0.15)
+    page = list_locks("gone:")
+    assert (names(page), page.total) == (["gone:2"], 1)
+    assert indexed(backend, "gone:1") == (True, False)  # out of the name index at once
+    assert names(list_locks(limit=1)) == ["gone:2"]  # (the page starts after it, by rank)
+    monkeypatch.setattr(listing, "STALE_MARGIN_MS", 0)
+    assert list_locks().total == 1
+    assert indexed(backend, "gone:1") == (False, False)  # and of the expiry index later
+    assert indexed(backend, "gone:2") == (True, True)
+    kept.release()
+
+
+def test_a_sweep_backlog_is_taken_in_batches_expiry_ties_included(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    list_locks("tie:")  # the name index is in use from here on
+    shard = Lock("tie:0").base  # all on one shard (Cluster has 16)
+    locks = [lock for i in range(500) if (lock := Lock(f"tie:{i}", ttl=30)).base == shard][:12]
+    for lock in locks:
+        lock.acquire(0)
+    # As if they ended unreleased just now (after the first sweep): six a millisecond apart,
+    # then six in the same millisecond.
+    time.sleep(0.1)
+    past = int(time.time() * 1000) - 50
+    for i, lock in enumerate(locks):
+        backend.client.zadd(index_keys(lock.base)[0], {lock.name: past - max(0, 6 - i)})
+    monkeypatch.setattr(listing, "SWEEP_BATCH", 5)
+    monkeypatch.setattr(listing, "SWEEP_CALLS", 1)
+    # 5 a call, and a batch ending in a millisecond takes all of that millisecond.
+    assert [list_locks("tie:").total for _ in range(3)] == [7, 0, 0]
+    assert all(indexed(backend, lock.name) == (True, False) for lock in locks)
+
+
+def test_release_and_force_release_remove_the_name(backend: Backend) -> None:
+    mine, stuck = Lock("drop:mine", ttl=30), Lock("drop:stuck", ttl=30)
+    mine.acquire(0)
+    stuck.acquire(0)
+    assert list_locks("drop:").total == 2
+    mine.release()
+    assert Lock.force_release("drop:stuck")
+    assert indexed(backend, "drop:mine") == (False, False)
+    assert indexed(backend, "drop:stuck") == (False, False)
+    assert list_locks("drop:") == listing.LockPage([], 0)
+
+
+def test_a_hand_off_to_a_waiter_keeps_the_name(backend: Backend) -> None:
+    holder = Lock("handed", ttl=30, fair=True)
+    holder.acquire(0)
+    # A live waiter from another host, queued as Lock.acquire queues one.
+    token, base = "feedfacefeedface|", holder.base
+    backend.client.zadd(holder.keys[1], {token: 1})
+    backend.client.set(f"{base}a:{token}", "30000|0|1|elsewhere", px=30000)
+    holder.release()
+    page = list_locks("hand")
+    assert [(i.name, i.host) for i in page.locks] == [("handed", "elsewhere")]
+    assert indexed(backend, "handed") == (True, True)
+    assert Lock.force_release("handed")
+
+
+def test_locks_taken_before_the_name_index_are_found_by_a_prefix_search(
+    backend: Backend,
+) -> None:
+    old = [Lock(f"legacy:{i}", ttl=30) for i in range(5)]
+    for lock in old:
+        lock.acquire(0)
+    for lock in old:  # as the code before the name index left them
+        _, by_name, swept = index_keys(lock.base)
+        backend.client.delete(by_name, swept)
+    page = list_locks("legacy:")
+    assert (names(page), page.total) == ([lock.name for lock in old], 5)
+    assert all(indexed(backend, lock.name) == (True, True) for lock in old)
+    for lock in old:
+        lock.release()
+
+
+def test_extend_adds_the_name_of_a_lock_taken_before_the_name_index(backend: Backend) -> None:
+    lock = Lock("legacy:extended", ttl=30)
+    lock.acquire(0)
+    backend.client.zrem(index_keys(lock.base)[1], lock.name)
+    lock.extend(40)
+    assert indexed(backend, lock.name) == (True, True)
+    lock.release()
+
+
+def test_a_name_left_without_an_expiry_entry_is_dropped_when_met(backend: Backend) -> None:
+    list_locks("ghost:")
+    lock = Lock("ghost:1", ttl=30)
+    lock.acquire(0)
+    # Released by a process still running the code from before the name index.
+    backend.client.delete(lock.keys[0])
+    backend.client.zrem(lock.keys[2], lock.name)
+    assert list_locks("ghost:").locks == []
+    assert indexed(backend, lock.name) == (False, False)
+    assert list_locks("ghost:").total == 0
