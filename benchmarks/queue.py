@@ -19,7 +19,9 @@ Redis when it started (``benchmarks/queue_tasks.py``). The contenders:
   ``SimpleWorker`` (no fork per job), with its scheduler (``with_scheduler=True``) for the
   delayed jobs;
 * the floor: one ``LPUSH`` of our job's payload per call (per 100 for enqueue_many, in one
-  pipeline), the least any one-round-trip enqueue can cost.
+  pipeline), the least any one-round-trip enqueue can cost; and the same single ``LPUSH``
+  on a connection held outside the pool, as django-redislock sends its commands (its
+  enqueue is this round trip plus its script and its Python).
 
 Each worker runs in an OS process of its own (forked, imports done, then told to start);
 the db is flushed before each contender. Measures:
@@ -229,6 +231,15 @@ class Floor:
         for _ in ns:
             pipe.lpush("bench:floor", self.payload)
         pipe.execute()
+
+
+class FloorOwn(Floor):
+    name = "floor, own connection"
+
+    def enqueue(self, n: int) -> None:
+        from django_redislock.connection import call
+
+        call(self.client, "LPUSH", "bench:floor", self.payload)
 
 
 # --- worker processes ---------------------------------------------------------------------
@@ -451,6 +462,11 @@ def targets(results: dict[str, dict[str, float]]) -> None:
     print("\nTargets (huey: the faster of its two storages)")
     for label, shown, ok in checks:
         print(f"  {label:32}{shown:>14}  {'PASS' if ok else 'FAIL'}")
+    bound = results[FloorOwn.name]["enqueue"] / huey("enqueue")
+    print(f"\n  A bare LPUSH round trip on a held connection, the least an enqueue that waits "
+          f"for Redis\n  can cost, is {bound:.2f}x huey's enqueue in this run; django-redislock's "
+          f"enqueue reaches\n  {ours['enqueue'] / results[FloorOwn.name]['enqueue']:.2f}x "
+          f"of that bound.")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -473,9 +489,10 @@ def measure(r: redis.Redis, url: str, plan: Plan) -> dict[str, dict[str, float]]
     contenders = [make(url) for make in (Ours, Huey, PriorityHuey, RQ)]
     results: dict[str, dict[str, float]] = {c.name: {} for c in contenders}
     floor = [Floor(url)]
+    own_floor = [FloorOwn(url)]
     tasks = [OursTasks(url)] if TASKS_BACKEND == REDIS_TASK_BACKEND else []
     print(f"enqueue, enqueue_many: {plan.rounds} interleaved rounds of {plan.seconds} s")
-    for key, who, batch in (("enqueue", contenders + floor + tasks, False),
+    for key, who, batch in (("enqueue", contenders + floor + own_floor + tasks, False),
                             ("many", contenders + floor, True)):  # fmt: skip
         found = interleaved(who, plan.rounds, partial(rate, r, seconds=plan.seconds, batch=batch))
         for name, values in found.items():
