@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
+import django
 from django.apps import AppConfig
 from django.core import checks
 from django.core.signals import setting_changed
@@ -25,4 +27,8 @@ class RedisLockConfig(AppConfig):
         from .checks import check_settings
 
         checks.register(check_settings, "django_redislock")
+        if django.VERSION >= (6, 0):
+            # Importing django.tasks registers its check of the TASKS backends (our E013,
+            # E014); Django 6 does not import it on its own. On 5.2 the backport's app does.
+            import_module("django.tasks")
         setting_changed.connect(_reset_on_change, dispatch_uid="django_redislock.reset")

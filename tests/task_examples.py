@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from django_tasks import TaskContext, task
+try:
+    from django.tasks import TaskContext, task
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import TaskContext, task
 
 
 @task()

@@ -6,7 +6,10 @@ import json
 import os
 import time
 
-from django_tasks import task
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import task
 
 from django_redislock import get_redis
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 from django.core.management import call_command
@@ -80,3 +83,20 @@ def test_manage_py_check_reports_them(settings):
     settings.REDISLOCK = {"LOCK_TTL": 0}
     with pytest.raises(SystemCheckError, match=r"django_redislock\.E004"):
         call_command("check")
+
+
+def test_manage_py_check_runs_the_task_backend_checks():
+    # In a fresh process: nothing but the app may have imported the Tasks framework.
+    code = (
+        "import django; from django.conf import settings; django.setup();"
+        "settings.REDISLOCK = {'QUEUES': {'default': {}}};"
+        "settings.TASKS = {'default': {'BACKEND': 'django_redislock.tasks.RedisTaskBackend',"
+        " 'QUEUES': ['default', 'mail']}};"
+        "from django.core.management import execute_from_command_line;"
+        "execute_from_command_line(['manage.py', 'check'])"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("django_redislock.E013") == 1, result.stderr

@@ -10,9 +10,16 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from django_tasks import TaskResultStatus, task_backends
-from django_tasks.exceptions import InvalidTaskError, TaskResultDoesNotExist
-from django_tasks.signals import task_enqueued, task_finished, task_started
+
+try:  # Django 6
+    from django.tasks import TaskResultStatus, task_backends
+    from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+    from django.tasks.signals import task_enqueued, task_finished, task_started
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import TaskResultStatus, task_backends
+    from django_tasks.exceptions import InvalidTaskError as InvalidTask
+    from django_tasks.exceptions import TaskResultDoesNotExist
+    from django_tasks.signals import task_enqueued, task_finished, task_started
 
 from django_redislock import get_queue, get_redis
 from django_redislock.worker import Worker
@@ -164,9 +171,9 @@ def test_results_expire_after_result_ttl(tasks: Backend, settings: Any) -> None:
 def test_unknown_results_and_invalid_tasks(tasks: Backend) -> None:
     with pytest.raises(TaskResultDoesNotExist):
         task_backends["default"].get_result("no-such-result")
-    with pytest.raises(InvalidTaskError, match="Queue 'other'"):
+    with pytest.raises(InvalidTask, match="Queue 'other'"):
         examples.add.using(queue_name="other").enqueue(1, 1)
-    with pytest.raises(InvalidTaskError, match="priority"):
+    with pytest.raises(InvalidTask, match="priority"):
         examples.add.using(priority=101)
     with pytest.raises(TypeError, match="JSON"):
         examples.add.enqueue(object(), 1)

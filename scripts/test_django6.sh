@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs the whole suite on Django 6, which needs Python 3.12+: a virtualenv in .venv-dj6 made
+# from the first Python 3.12+ found ($PYTHON, then PATH, then pyenv), with Django 6 and the
+# test extra; redis-server and chromium as scripts/test.sh sets them up. Extra arguments go
+# to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+is_312() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; }
+
+find_python() {
+  local candidate
+  for candidate in ${PYTHON:-} python3.14 python3.13 python3.12 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && is_312 "$(command -v "$candidate")"; then
+      command -v "$candidate"
+      return
+    fi
+  done
+  for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3 \
+    /root/.pyenv/versions/3.*/bin/python3 /usr/local/bin/python3.1[2-9]; do
+    if [ -x "$candidate" ] && is_312 "$candidate"; then
+      echo "$candidate"
+      return
+    fi
+  done
+  return 1
+}
+
+export VENV=.venv-dj6
+if [ -n "${PYTHON:-}" ] && ! is_312 "$PYTHON"; then
+  echo "PYTHON=$PYTHON is not Python 3.12 or newer, which Django 6 needs." >&2
+  exit 1
+fi
+if [ -x "$VENV/bin/python" ] && ! is_312 "$VENV/bin/python"; then
+  echo "$VENV has $("$VENV/bin/python" --version); Django 6 needs 3.12+. Remove $VENV." >&2
+  exit 1
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  if ! PY=$(find_python); then
+    echo "Django 6 needs Python 3.12 or newer, and none was found (tried \$PYTHON, python3.14," \
+      "python3.13, python3.12 and python3 on PATH, and pyenv's versions). Install one, or" \
+      "point PYTHON at it: PYTHON=/path/to/python3.12 bash scripts/test_django6.sh" >&2
+    exit 1
+  fi
+  echo "== creating $VENV with $PY ($("$PY" --version))"
+  "$PY" -m venv "$VENV"
+fi
+# Django 6 first, so that installing the test extra keeps it.
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check "django>=6,<7"
+source scripts/setup.sh test
+"$VENV/bin/python" -c 'import django; assert django.VERSION >= (6, 0), django.get_version()'
+echo "== pytest on Django $("$VENV/bin/python" -m django --version)," \
+  "$("$VENV/bin/python" --version)"
+exec "$VENV/bin/python" -m pytest -x -q -p no:cacheprovider "$@"
