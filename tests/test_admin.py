@@ -205,6 +205,8 @@ def test_force_release_frees_the_lock_and_is_logged(
     confirm = client.get(url("confirm", "release"), {"name": held.name})
     assert "flash-sale:42" in html(confirm)
     assert "Yes, force release" in html(confirm)
+    crumbs = html(confirm).split('class="breadcrumbs"')[1].split("</div>")[0]
+    assert f'<a href="{url("locks")}">Locks</a>' in crumbs  # back where it came from
     assert held.owned()  # the confirmation page changed nothing
     done = confirm_and_post(client, "release", name=held.name)
     assert done.status_code == 200
