@@ -386,13 +386,18 @@ class Worker:
             if self.ahead and (long_job or self.stopping.is_set()):
                 ahead = list(self.ahead)
                 self.ahead.clear()
+        self._acknowledge(finished)
+        self._release(ahead)
+
+    def _acknowledge(self, finished: dict[Queue, list[tuple[Job, str | None]]]) -> None:
+        """Acknowledge finished jobs now, one round trip per queue; on failure they are put
+        back, to be sent again."""
         for queue, done in finished.items():
             try:
                 self._warn_lost(queue.fetch(0, worker=self.id, finished=done)[2])
             except BaseException:
                 self._unfinish(queue, done)
                 raise
-        self._release(ahead)
 
     def _release(self, ahead: list[tuple[Queue, Job]]) -> None:
         for queue in self.queues:
@@ -413,8 +418,7 @@ class Worker:
             ahead = list(self.ahead)
             self.ahead.clear()
         try:
-            for queue, done in finished.items():
-                self._warn_lost(queue.fetch(0, worker=self.id, finished=done)[2])
+            self._acknowledge(finished)
             self._release(ahead)
         except RedisUnavailable:
             logger.warning("Redis is unreachable at exit; unacknowledged jobs run again later.")
