@@ -7,6 +7,8 @@ Uses ``REDIS_URL`` when set, else starts a ``redis-server`` of its own on a free
 Measures:
 
 * uncontended acquire+release pairs/s (rounds interleaved, median of rounds);
+  django-redislock also with ``SPIN_WAIT`` 0: each reply awaited asleep in ``recv``, as
+  redis-py does, rather than polled for first;
 * hand-off latency: a holder in one process releases, a waiter blocked in another process
   holds the lock — median and p95;
 * 16 client processes contending for one lock with a 10 ms hold: total acquisitions/s and
@@ -54,11 +56,16 @@ def client(url: str) -> Any:
 
 
 def ours(
-    url: str, name: str, ttl: float, fair: bool = False
+    url: str, name: str, ttl: float, fair: bool = False, spin: bool = True
 ) -> tuple[Callable[..., bool], Callable[[], None]]:
-    from django_redislock import Lock
+    from django_redislock import Lock, get_redis
+    from django_redislock.connection import _dedicated
 
-    lock = Lock(name, ttl=ttl, fair=fair)
+    lock = Lock(name, ttl=ttl, fair=fair, using=None if spin else url)
+    if not spin:  # a client of its own, its connection waiting for replies asleep in recv
+        held = _dedicated(get_redis(url))
+        assert held is not None
+        held.spin = 0.0  # as REDISLOCK["SPIN_WAIT"] = 0 would, for this connection only
 
     def acquire(blocking: bool = False) -> bool:
         return lock.acquire(math.inf if blocking else 0)
@@ -68,6 +75,10 @@ def ours(
 
 def ours_fair(url: str, name: str, ttl: float) -> tuple[Callable[..., bool], Callable[[], None]]:
     return ours(url, name, ttl, fair=True)
+
+
+def ours_no_spin(url: str, name: str, ttl: float) -> tuple[Callable[..., bool], Callable[[], None]]:
+    return ours(url, name, ttl, spin=False)
 
 
 def raw_floor(url: str, name: str, ttl: float) -> tuple[Callable[..., bool], Callable[[], None]]:
@@ -136,6 +147,7 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
     "raw floor": raw_floor,
     "raw floor, own conn": raw_floor_own_connection,
     "django-redislock": ours,
+    "ours, SPIN_WAIT 0": ours_no_spin,
     "redis-py Lock": redis_py,
     "python-redis-lock": python_redis_lock,
     "pottery Redlock": pottery,
@@ -219,6 +231,7 @@ def handoff(url: str, kind: str, iterations: int, idle: float = 0.0) -> list[flo
 HANDOFF: dict[str, Callable[..., Any]] = {
     "django-redislock": ours,
     "django-redislock fair": ours_fair,
+    "ours, SPIN_WAIT 0": ours_no_spin,
     "python-redis-lock": python_redis_lock,
     "redis-py Lock": redis_py,
 }
@@ -261,7 +274,7 @@ def contention(url: str, kind: str, clients: int, seconds: float) -> tuple[float
 
 
 HANDOFF_ROUNDS = 5
-PUSHED = {"django-redislock", "django-redislock fair", "python-redis-lock"}
+PUSHED = {"django-redislock", "django-redislock fair", "ours, SPIN_WAIT 0", "python-redis-lock"}
 
 CONTENTION: dict[str, Callable[..., Any]] = {
     "django-redislock fair": ours_fair,

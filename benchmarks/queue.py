@@ -18,10 +18,13 @@ Redis when it started (``benchmarks/queue_tasks.py``). The contenders:
 * RQ: ``Queue.enqueue`` and ``Queue.enqueue_many`` (its pipeline, 100 per call);
   ``SimpleWorker`` (no fork per job), with its scheduler (``with_scheduler=True``) for the
   delayed jobs;
-* the floor: one ``LPUSH`` of our job's payload per call (per 100 for enqueue_many, in one
-  pipeline), the least any one-round-trip enqueue can cost; and the same single ``LPUSH``
-  on a connection held outside the pool, as django-redislock sends its commands (its
-  enqueue is this round trip plus its script and its Python).
+* django-redislock with ``SPIN_WAIT`` 0: its enqueue waiting for each reply asleep in
+  ``recv``, as redis-py (and so huey and RQ) does, rather than polling for it first;
+* the floor: one ``LPUSH`` of our job's payload per call through redis-py (per 100 for
+  enqueue_many, in one pipeline), the least an enqueue sent as huey and RQ send theirs can
+  cost; and the same single ``LPUSH`` sent as django-redislock sends its commands (a held
+  connection; the reply polled for up to ``SPIN_WAIT``). django-redislock's enqueue is that
+  round trip plus its script and its Python.
 
 Each worker runs in an OS process of its own (forked, imports done, then told to start);
 the db is flushed before each contender. Measures:
@@ -127,6 +130,19 @@ class Ours:
         return Worker(["default"], concurrency=1, burst=burst).run  # due jobs: always
 
 
+class OursNoSpin(Ours):
+    name = "django-redislock, SPIN_WAIT 0"
+
+    def __init__(self, url: str) -> None:
+        from django_redislock import get_queue
+        from django_redislock.connection import _dedicated
+
+        self.queue = get_queue("default", using=url)  # a client (and connection) of its own
+        held = _dedicated(self.queue.client)
+        assert held is not None
+        held.spin = 0.0  # as REDISLOCK["SPIN_WAIT"] = 0 would, for this connection only
+
+
 class OursTasks(Ours):
     name = "django-redislock Task.enqueue"
 
@@ -217,7 +233,7 @@ class RQ:
 
 
 class Floor:
-    name = "floor: 1 LPUSH round trip"
+    name = "floor: 1 LPUSH, redis-py"
 
     def __init__(self, url: str) -> None:
         self.client = redis.Redis.from_url(url)
@@ -234,7 +250,7 @@ class Floor:
 
 
 class FloorOwn(Floor):
-    name = "floor, own connection"
+    name = "floor: 1 LPUSH, as ours sends"
 
     def enqueue(self, n: int) -> None:
         from django_redislock.connection import call
@@ -462,11 +478,10 @@ def targets(results: dict[str, dict[str, float]]) -> None:
     print("\nTargets (huey: the faster of its two storages)")
     for label, shown, ok in checks:
         print(f"  {label:32}{shown:>14}  {'PASS' if ok else 'FAIL'}")
-    bound = results[FloorOwn.name]["enqueue"] / huey("enqueue")
-    print(f"\n  A bare LPUSH round trip on a held connection, the least an enqueue that waits "
-          f"for Redis\n  can cost, is {bound:.2f}x huey's enqueue in this run; django-redislock's "
-          f"enqueue reaches\n  {ours['enqueue'] / results[FloorOwn.name]['enqueue']:.2f}x "
-          f"of that bound.")  # fmt: skip
+    asleep, floor = results[OursNoSpin.name]["enqueue"], results[Floor.name]["enqueue"]
+    print(f"\n  Waiting for each reply asleep in recv (SPIN_WAIT 0), as redis-py does, "
+          f"django-redislock's\n  enqueue is {asleep / huey('enqueue'):.2f}x huey's; a bare LPUSH "
+          f"through redis-py is {floor / huey('enqueue'):.2f}x.")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -490,7 +505,7 @@ def measure(r: redis.Redis, url: str, plan: Plan) -> dict[str, dict[str, float]]
     contenders = [make(url) for make in (Ours, Huey, PriorityHuey, RQ)]
     results: dict[str, dict[str, float]] = {c.name: {} for c in contenders}
     floor = [Floor(url)]
-    own_floor = [FloorOwn(url)]
+    own_floor = [OursNoSpin(url), FloorOwn(url)]
     tasks = [OursTasks(url)] if TASKS_BACKEND == REDIS_TASK_BACKEND else []
     print(f"enqueue, enqueue_many: {plan.rounds} interleaved rounds of {plan.seconds} s")
     for key, who, batch in (("enqueue", contenders + floor + own_floor + tasks, False),

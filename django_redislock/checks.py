@@ -27,7 +27,12 @@ def _is_number(value: Any) -> bool:
 
 
 def _number(
-    key: str, *, minimum: float, inclusive: bool, allow_inf: bool = False
+    key: str,
+    *,
+    minimum: float,
+    inclusive: bool,
+    allow_inf: bool = False,
+    maximum: float = math.inf,
 ) -> Callable[[Any], Iterable[Error]]:
     def check(value: Any) -> Iterable[Error]:
         if not _is_number(value) or math.isnan(value):
@@ -36,13 +41,16 @@ def _number(
                 f"Set REDISLOCK['{key}'] to a number such as {DEFAULTS[key]!r}.",
                 3,
             )
-        elif (value < minimum if inclusive else value <= minimum) or (
-            math.isinf(value) and not allow_inf
+        elif (
+            (value < minimum if inclusive else value <= minimum)
+            or (math.isinf(value) and not allow_inf)
+            or value > maximum
         ):
             bound = ">=" if inclusive else ">"
             yield _error(
                 f"REDISLOCK['{key}'] is {value!r}; it must be {bound} {minimum}"
-                + ("" if allow_inf else " and finite")
+                + (f" and <= {maximum}" if maximum < math.inf else "")
+                + ("" if allow_inf or maximum < math.inf else " and finite")
                 + ".",
                 f"Use a value such as {DEFAULTS[key]!r}.",
                 4,
@@ -220,6 +228,7 @@ VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
     "ON_REDIS_ERROR": _check_on_error,
     "QUEUES": _check_queues,
     "SCHEDULE": _check_schedule,
+    "SPIN_WAIT": _number("SPIN_WAIT", minimum=0, inclusive=True, maximum=0.01),
 }
 assert set(VALIDATORS) == set(DEFAULTS)
 

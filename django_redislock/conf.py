@@ -19,6 +19,7 @@ DEFAULTS: dict[str, Any] = {
     "ON_REDIS_ERROR": "fail-closed",
     "QUEUES": {"default": {}},
     "SCHEDULE": {},
+    "SPIN_WAIT": 0.0002,
 }
 
 QUEUE_DEFAULTS: dict[str, Any] = {
@@ -90,6 +91,10 @@ class Conf:
             name: {**QUEUE_DEFAULTS, **options}
             for name, options in dict(self._get("QUEUES")).items()
         }
+
+    @property
+    def SPIN_WAIT(self) -> float:
+        return float(self._get("SPIN_WAIT"))
 
     @property
     def SCHEDULE(self) -> dict[str, dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import threading
 import time
 import weakref
@@ -26,6 +27,11 @@ URL_SCHEMES = ("redis://", "rediss://", "unix://")
 UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError)
 # A dedicated connection unused for this long is checked for a server-side close first.
 IDLE_CHECK_SECONDS = 1.0
+# After a reply that outlasted SPIN_WAIT, this many commands in a row wait without spinning,
+# doubling with each further miss up to MAX_SKIP: spinning for a remote Redis is only waste.
+MAX_SKIP = 1024
+# Commands whose reply waits on purpose (a lock waiter's BLPOP): never spun for.
+BLOCKING = frozenset({"BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "BZPOPMAX", "WAIT"})
 
 _clients: dict[str | None, Any] = {}
 _clients_lock = threading.Lock()
@@ -85,17 +91,25 @@ def _from_url(url: str, *, cluster: bool) -> Any:
 
 
 class _Dedicated:
-    """A connection a thread keeps for its lock commands. Lock operations are latency-bound
-    (a hand-off is one round trip), so they skip the pool's checkout, its readiness poll and
-    the response callbacks. Given back to the pool when the thread ends."""
+    """A connection a thread keeps for its lock and queue commands. These are latency-bound
+    (a lock hand-off, an enqueue: one round trip each), so they skip the pool's checkout, its
+    readiness poll and the response callbacks, and wait for the reply by polling the socket
+    for up to ``SPIN_WAIT`` before sleeping in ``recv`` (blocking commands excepted). A
+    thread put to sleep waits for the kernel to wake it once the reply lands; on a virtual
+    machine that wake-up alone can cost more than Redis takes to answer. Given back to the
+    pool when the thread ends."""
 
-    __slots__ = ("conn", "pack", "pool", "used")
+    __slots__ = ("conn", "misses", "pack", "polled", "poller", "pool", "skip", "spin", "used")
 
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, spin: float) -> None:
         self.pool = pool
         self.conn = pool.get_connection()
         self.used = time.monotonic()
         self.pack = _packer(self.conn)
+        self.spin = spin if hasattr(select, "poll") else 0.0
+        self.poller: Any = None
+        self.polled: Any = None  # the socket the poller watches
+        self.skip = self.misses = 0
 
     def __del__(self) -> None:
         # Exceptions: interpreter shutdown, or a pool reset after a fork.
@@ -112,6 +126,8 @@ class _Dedicated:
         self.used = now
         try:
             conn.send_packed_command(self.pack(args), check_health=False)
+            if self.spin and args[0] not in BLOCKING:
+                self._spin(conn._sock)
             return conn.read_response()
         except ReadOnlyError as exc:
             conn.disconnect()  # a failover made this server a replica; reconnect next time
@@ -124,6 +140,25 @@ class _Dedicated:
         except BaseException:
             conn.disconnect()  # interrupted mid-reply: the stream is out of step
             raise
+
+    def _spin(self, sock: Any) -> None:
+        """Return once ``sock`` is readable, or after ``spin`` seconds (then the read sleeps).
+        Each poll releases the GIL, so other threads run meanwhile."""
+        if self.skip:
+            self.skip -= 1
+            return
+        if sock is not self.polled:  # a new connection
+            self.poller = select.poll()
+            self.poller.register(sock, select.POLLIN)
+            self.polled = sock
+        poll, clock = self.poller.poll, time.perf_counter
+        end = clock() + self.spin
+        while not poll(0):
+            if clock() > end:
+                self.misses = min(self.misses + 1, 10)
+                self.skip = min(2**self.misses, MAX_SKIP)
+                return
+        self.misses = 0
 
     def _drop_if_stale(self) -> None:
         # The server may have closed an idle connection (its `timeout`); readable data on an
@@ -205,7 +240,7 @@ def _dedicated(client: Any) -> _Dedicated | None:
         threads.by_pool[key] = None
         return None
     try:
-        held = threads.by_pool[key] = _Dedicated(pool)
+        held = threads.by_pool[key] = _Dedicated(pool, conf.SPIN_WAIT)
     except (*UNAVAILABLE, OSError) as exc:
         _give_back_one(pool)
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc

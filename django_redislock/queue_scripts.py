@@ -46,11 +46,12 @@ local function make_ready(base, id)
   redis.call('HSET', key, 's', 'r')
 end
 
--- Leave ``n`` wake-up tokens (at most 64 stay) for the workers blocked on the queue.
+-- Leave ``n`` wake-up tokens for the workers blocked on the queue. Past 128 tokens (no
+-- worker is taking them) the list is cut back to 64: one LTRIM per 64 wake-ups at most.
 local function wake(base, n)
   local tokens = {}
   for i = 1, math.min(n, 64) do tokens[i] = 1 end
-  if redis.call('RPUSH', base .. 'wake', unpack(tokens)) > 64 then
+  if redis.call('RPUSH', base .. 'wake', unpack(tokens)) > 128 then
     redis.call('LTRIM', base .. 'wake', -64, -1)
   end
 end

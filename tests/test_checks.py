@@ -65,6 +65,10 @@ def test_valid_settings_pass(settings):
         ({"CLUSTER": True}, ["django_redislock.E011"]),
         ({"SCHEDULE": {"a": 1}}, ["django_redislock.E012"]),
         ({"SCHEDULE": []}, ["django_redislock.E012"]),
+        ({"SPIN_WAIT": "fast"}, ["django_redislock.E003"]),
+        ({"SPIN_WAIT": -0.001}, ["django_redislock.E004"]),
+        ({"SPIN_WAIT": 0.5}, ["django_redislock.E004"]),
+        ({"SPIN_WAIT": math.inf}, ["django_redislock.E004"]),
     ],
 )
 def test_each_mistake_is_reported(settings, value, expected):

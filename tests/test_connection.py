@@ -133,3 +133,71 @@ def test_lock_keys_are_encoded_as_the_client_encodes_them(settings, redis_server
         keys = set(redis_server.client().keys("*caf*"))
     assert len(keys) == 2
     assert {key.removesuffix(b":probe") for key in keys} == {min(keys, key=len)}
+
+
+def test_replies_are_awaited_by_spinning_on_the_socket(settings, redis_server, monkeypatch):
+    from django_redislock import connection
+
+    monkeypatch.setattr(connection, "IDLE_CHECK_SECONDS", 0.0)
+    settings.REDISLOCK = {"URL": redis_server.url}
+    client = get_redis()
+    assert connection.call(client, "SET", "spin", "1") == b"OK"
+    held = connection._dedicated(client)
+    assert held is not None
+    assert held.spin == 0.0002
+    assert held.polled is held.conn._sock
+    assert (held.misses, held.skip) == (0, 0)  # the reply came within SPIN_WAIT
+
+    # The server closes the connection: the next command reconnects and polls the new socket.
+    old = held.conn._sock
+    redis_server.client().client_kill_filter(_type="normal", skipme=True)
+    assert connection.call(client, "GET", "spin") == b"1"
+    assert held.conn._sock is not old
+    assert held.polled is held.conn._sock
+
+
+# A script that keeps Redis busy for milliseconds, far longer than SPIN_WAIT.
+SLOW = "local i = 0 while i < 2000000 do i = i + 1 end return i"
+
+
+def test_a_slow_reply_is_read_after_the_spin_and_later_commands_sleep(settings, redis_server):
+    from django_redislock import connection
+
+    settings.REDISLOCK = {"URL": redis_server.url}
+    client = get_redis()
+    held = connection._dedicated(client)
+    assert held is not None
+    assert connection.call(client, "EVAL", SLOW, 0) == 2000000  # read once the spin gave up
+    assert (held.misses, held.skip) == (1, 2)
+    assert connection.call(client, "EVAL", SLOW, 0) == 2000000  # skipped: no spin
+    assert connection.call(client, "PING") == b"PONG"  # skipped too
+    assert held.skip == 0
+    assert held.misses == 1
+    assert connection.call(client, "EVAL", SLOW, 0) == 2000000  # spins, misses again
+    assert (held.misses, held.skip) == (2, 4)  # each miss in a row doubles the pause
+    for _ in range(4):
+        connection.call(client, "PING")
+    assert held.skip == 0
+    # Spinning again: a reply within SPIN_WAIT ends the pause (a few tries, should the test
+    # machine deschedule Redis for longer than SPIN_WAIT).
+    for _ in range(20):
+        assert connection.call(client, "PING") == b"PONG"
+        if held.misses == 0:
+            break
+    assert (held.misses, held.skip) == (0, 0)
+    # A blocking command waits on purpose: it is never spun for, so it is never a miss.
+    assert connection.call(client, "BLPOP", "nothing", 0.02) is None
+    assert (held.misses, held.skip) == (0, 0)
+
+
+def test_spin_wait_zero_always_sleeps(settings, redis_server):
+    from django_redislock import connection
+
+    settings.REDISLOCK = {"URL": redis_server.url, "SPIN_WAIT": 0}
+    client = get_redis()
+    with Lock("sleepy", ttl=5) as lock:
+        assert lock.owned()
+    held = connection._dedicated(client)
+    assert held is not None
+    assert held.spin == 0
+    assert held.poller is None

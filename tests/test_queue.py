@@ -99,6 +99,15 @@ def test_release_gives_back_unstarted_jobs_in_front(queue: Queue) -> None:
     assert queue.release([]) == 0
 
 
+def test_wake_up_tokens_nobody_takes_stay_bounded(queue: Queue) -> None:
+    # No worker takes the tokens: the list is cut back to 64 whenever it passes 128.
+    for n in range(300):
+        queue.enqueue("t", args=[n])
+    assert 64 <= queue.client.llen(queue.base + "wake") <= 128
+    queue.enqueue_many([{"task": "t"} for _ in range(500)])
+    assert queue.client.llen(queue.base + "wake") <= 128
+
+
 def test_priority_then_fifo(queue: Queue) -> None:
     for i, priority in enumerate([0, 5, 0, -3, 5, 100, -100]):
         queue.enqueue("t", args=[i], priority=priority)
