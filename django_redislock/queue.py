@@ -6,7 +6,7 @@ import base64
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -101,9 +101,11 @@ def _decoded(task: Any, args: Any, kwargs: Any) -> tuple[str, list[Any], dict[st
     return "", [], {}
 
 
-def _new_id() -> str:
-    # 128 random bits, 22 URL-safe characters.
-    return base64.urlsafe_b64encode(os.urandom(16))[:22].decode()
+def _new_ids(count: int) -> Iterator[str]:
+    # 120 random bits each, 20 URL-safe characters (15 bytes: base64 without padding); one
+    # read of the OS's random source per batch.
+    text = base64.urlsafe_b64encode(os.urandom(15 * count)).decode()
+    return (text[i : i + 20] for i in range(0, 20 * count, 20))
 
 
 def _job_id(job_id: Any) -> str:
@@ -208,6 +210,8 @@ class Queue:
         flat: list[Any] = []
         made: list[tuple[str, str, Any, Any, int]] = []
         fresh = "1"  # every id generated here: ENQUEUE need not look any up
+        jobs = jobs if isinstance(jobs, (list, tuple)) else list(jobs)
+        ids = _new_ids(len(jobs))
         for spec in jobs:
             if not spec.keys() <= _JOB_ARGUMENTS:
                 unknown = ", ".join(sorted(set(spec) - _JOB_ARGUMENTS))
@@ -216,7 +220,7 @@ class Queue:
             encoded = _encoded(task, args, kwargs)
             job_id = spec.get("job_id")
             if job_id is None:
-                job_id = _new_id()
+                job_id = next(ids)
             else:
                 job_id, fresh = _job_id(job_id), "0"
             priority = _priority(spec.get("priority", 0))

@@ -86,10 +86,12 @@ local now, count = now_ms(), (#ARGV - 5) / 6
 local seq = redis.call('INCRBY', base .. 'seq', count) - count
 local sets = {r = 'ready', s = 'sched', d = 'dead'}
 local results, woken, first = {}, 0, false  -- first: the head of sched, read when needed
+local ready = {}  -- score, id, ...: added in one ZADD when every id is new
+local jobs = base .. 'j:'
 for i = 6, #ARGV, 6 do
   local id, pr, due = ARGV[i], tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
   if due <= 0 then due = now - due end
-  local key = base .. 'j:' .. id
+  local key = jobs .. id
   local state = nil
   if not fresh then state = redis.call('HGET', key, 's') end
   local result = 1
@@ -105,7 +107,16 @@ for i = 6, #ARGV, 6 do
     if due <= now then
       state = 'r'
       seq = seq + 1
-      redis.call('ZADD', base .. 'ready', (100 - pr) * BAND + seq, id)
+      if fresh then
+        ready[#ready + 1] = (100 - pr) * BAND + seq
+        ready[#ready + 1] = id
+        if #ready == 1000 then
+          redis.call('ZADD', base .. 'ready', unpack(ready))
+          ready = {}
+        end
+      else
+        redis.call('ZADD', base .. 'ready', (100 - pr) * BAND + seq, id)
+      end
       woken = woken + 1
     else
       state = 's'
@@ -116,16 +127,22 @@ for i = 6, #ARGV, 6 do
         woken = math.max(woken, 1)  -- a sleeping worker must shorten its wait
       end
     end
-    local hset = {'HSET', key, 't', ARGV[i + 1], 'ar', ARGV[i + 2], 's', state, 'sc', due,
-                  'e', now}
-    if ARGV[i + 3] ~= '' then hset[#hset + 1] = 'kw'; hset[#hset + 1] = ARGV[i + 3] end
-    if pr ~= 0 then hset[#hset + 1] = 'pr'; hset[#hset + 1] = pr end
-    redis.call(unpack(hset))
+    if ARGV[i + 3] == '' and pr == 0 then  -- no kwargs, priority 0: the usual job
+      redis.call('HSET', key, 't', ARGV[i + 1], 'ar', ARGV[i + 2], 's', state, 'sc', due,
+                 'e', now)
+    else
+      local hset = {'HSET', key, 't', ARGV[i + 1], 'ar', ARGV[i + 2], 's', state, 'sc', due,
+                    'e', now}
+      if ARGV[i + 3] ~= '' then hset[#hset + 1] = 'kw'; hset[#hset + 1] = ARGV[i + 3] end
+      if pr ~= 0 then hset[#hset + 1] = 'pr'; hset[#hset + 1] = pr end
+      redis.call(unpack(hset))
+    end
   end
   results[#results + 1] = result
   results[#results + 1] = due
   results[#results + 1] = state
 end
+if #ready > 0 then redis.call('ZADD', base .. 'ready', unpack(ready)) end
 if woken > 0 then wake(base, woken) end
 return results
 """,

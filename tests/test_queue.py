@@ -162,6 +162,21 @@ def test_enqueue_many_in_one_step(queue: Queue) -> None:
     assert queue.counts()["ready"] == 500
 
 
+def test_a_large_batch_keeps_priority_then_fifo_order(queue: Queue) -> None:
+    # Generated ids: ENQUEUE adds the ready jobs in ZADDs of 500; the order must not show it.
+    specs = [{"task": "t", "args": [i], "priority": i % 3} for i in range(1201)]
+    specs += [{"task": "t", "args": [-1], "delay": 60}, {"task": "t", "kwargs": {"k": 1}}]
+    jobs = queue.enqueue_many(specs)
+    assert [j.state for j in jobs[-3:]] == ["ready", "scheduled", "ready"]
+    assert len({j.id for j in jobs}) == 1203
+    assert all(len(j.id) == 20 for j in jobs)
+    assert queue.counts() == {"ready": 1202, "scheduled": 1, "running": 0, "dead": 0}
+    order = [(j.priority, j.args[0] if j.args else None) for j in queue.pop(1202)]
+    expected = [(p, i) for p in (2, 1) for i in range(1201) if i % 3 == p]
+    expected += [(0, i) for i in range(0, 1201, 3)] + [(0, None)]
+    assert order == expected
+
+
 def test_retry_and_fail_to_the_dead_set(queue: Queue) -> None:
     queue.enqueue("t", job_id="poison")
     [job] = queue.pop()
