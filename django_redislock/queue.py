@@ -16,16 +16,59 @@ from django.core.exceptions import ImproperlyConfigured
 from .conf import conf
 from .connection import get_redis, run_script
 from .exceptions import JobNotFound
-from .queue_scripts import CANCEL, ENQUEUE, PAGE, POP, READY_AGE, RELEASE, RENEW, REQUEUE, SETTLE
+from .queue_scripts import (
+    CANCEL,
+    ENQUEUE,
+    MAX_BATCH,
+    PAGE,
+    POP,
+    READY_AGE,
+    RELEASE,
+    RENEW,
+    REQUEUE,
+    SETTLE,
+)
 
 STATES = {"ready": "ready", "scheduled": "sched", "running": "run", "dead": "dead"}
 _STATE_NAMES = {"r": "ready", "s": "scheduled", "x": "running", "d": "dead", "k": "done"}
 MAX_JOB_ID = 200
-_JOB_ARGUMENTS = frozenset({"task", "args", "kwargs", "job_id", "delay", "at", "priority"})
+_JOB_ARGUMENTS = frozenset({"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta"})
+MAX_TRACEBACK = 16000  # characters of a traceback kept (its end: where it was raised)
 
 
 def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _int(value: Any, default: int = 0) -> int:
+    """A number field as read from Redis; ``default`` when absent or not a number."""
+    try:
+        return int(float(_text(value))) if value not in (None, b"", "") else default
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
+@dataclass(frozen=True)
+class AttemptError:
+    """What one failed attempt of a job raised."""
+
+    error: str  # "ExceptionClass: message"
+    error_class: str = ""  # dotted path of the exception class ("" when not an exception)
+    traceback: str = ""
+    worker: str = ""
+
+
+def _attempt_errors(history: str) -> tuple[AttemptError, ...]:
+    errors = []
+    for line in history.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            text = {key: str(entry.get(key, "")) for key in "ectw"}
+            errors.append(AttemptError(text["e"], text["c"], text["t"], text["w"]))
+    return tuple(errors)
 
 
 @dataclass(frozen=True)
@@ -53,6 +96,8 @@ class Job:
     error_class: str = ""  # dotted path of the last error's exception class
     traceback: str = ""
     result: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # JSON kept with the job
+    errors: tuple[AttemptError, ...] = ()  # every failed attempt's, oldest first
 
     @property
     def due_at(self) -> datetime:
@@ -71,6 +116,12 @@ def _error(error: str | BaseException) -> tuple[str, str]:
     return f"{cls.__name__}: {error}", f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _trimmed(traceback: str) -> str:
+    if len(traceback) <= MAX_TRACEBACK:
+        return traceback
+    return "...\n" + traceback[-MAX_TRACEBACK:]
+
+
 def _encoded(task: Any, args: Any, kwargs: Any) -> tuple[str, str, str]:
     """A job's task, args and kwargs as stored (JSON; "" for no kwargs)."""
     if not isinstance(task, str) or not task:
@@ -86,6 +137,27 @@ def _encoded(task: Any, args: Any, kwargs: Any) -> tuple[str, str, str]:
 
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _meta(meta: Any) -> str:
+    if meta is None or meta == {}:
+        return ""
+    if not isinstance(meta, Mapping):
+        raise TypeError(f"meta must be a dict, not {type(meta).__name__}.")
+    try:
+        return _dumps(dict(meta))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"meta of a job must be JSON-serializable ({exc}).") from exc
+
+
+def _decoded_meta(value: Any) -> dict[str, Any]:
+    if not value:
+        return {}
+    try:
+        meta = json.loads(value)
+    except (TypeError, ValueError, UnicodeDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _decoded(task: Any, args: Any, kwargs: Any) -> tuple[str, list[Any], dict[str, Any]]:
@@ -185,17 +257,20 @@ class Queue:
         at: datetime | None = None,
         priority: int = 0,
         replace: bool = False,
+        meta: Mapping[str, Any] | None = None,
     ) -> Job:
         """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
-        Returns the job as queued (``.score`` is its due time in epoch ms)."""
+        Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
+        kept with the job, for the code that enqueues and reads it (not passed to the task)."""
         spec = {"task": task, "args": args, "kwargs": kwargs or {}, "job_id": job_id,
-                "delay": delay, "at": at, "priority": priority}  # fmt: skip
+                "delay": delay, "at": at, "priority": priority, "meta": meta}  # fmt: skip
         return self.enqueue_many([spec], replace=replace)[0]
 
     def enqueue_many(
         self, jobs: Iterable[Mapping[str, Any]], *, replace: bool = False
     ) -> list[Job]:
-        """Add many jobs in one round trip; each is a dict of ``enqueue``'s arguments."""
+        """Add many jobs, each a dict of ``enqueue``'s arguments: all are checked before any
+        is written, then sent in atomic batches of ``MAX_BATCH`` (one round trip each)."""
         return self._enqueue(jobs, replace, "", 0)
 
     def enqueue_tick(self, entry: str, tick_ms: int, job: Mapping[str, Any]) -> Job | None:
@@ -208,7 +283,7 @@ class Queue:
         self, jobs: Iterable[Mapping[str, Any]], replace: bool, entry: str, tick_ms: int
     ) -> list[Job]:
         flat: list[Any] = []
-        made: list[tuple[str, str, Any, Any, int]] = []
+        made: list[tuple[str, str, Any, Any, int, Any]] = []
         fresh = "1"  # every id generated here: ENQUEUE need not look any up
         jobs = jobs if isinstance(jobs, (list, tuple)) else list(jobs)
         ids = _new_ids(len(jobs))
@@ -224,17 +299,22 @@ class Queue:
             else:
                 job_id, fresh = _job_id(job_id), "0"
             priority = _priority(spec.get("priority", 0))
-            flat += [job_id, *encoded, priority, _due(spec.get("delay"), spec.get("at"))]
-            made.append((job_id, encoded[0], args, kwargs, priority))
-        if not made:
-            return []
-        reply = self._run(ENQUEUE, "1" if replace else "0", entry, tick_ms, fresh, *flat)
-        if not reply:  # the tick was already claimed
-            return []
+            meta = spec.get("meta")
+            due = _due(spec.get("delay"), spec.get("at"))
+            flat += [job_id, *encoded, _meta(meta), priority, due]
+            made.append((job_id, encoded[0], args, kwargs, priority, meta))
+        reply: list[Any] = []
+        for start in range(0, len(made), MAX_BATCH):
+            batch = flat[7 * start : 7 * (start + MAX_BATCH)]
+            answer = self._run(ENQUEUE, "1" if replace else "0", entry, tick_ms, fresh, *batch)
+            if not answer:  # the tick was already claimed
+                return []
+            reply += answer
         return [
             Job(job_id, self.name, task, list(args), dict(kwargs), priority,
-                state=_STATE_NAMES[_text(reply[3 * i + 2])], score=int(reply[3 * i + 1]))
-            for i, (job_id, task, args, kwargs, priority) in enumerate(made)
+                state=_STATE_NAMES[_text(reply[4 * i + 2])], score=int(reply[4 * i + 1]),
+                enqueued=int(reply[4 * i + 3]), meta=dict(meta or {}))
+            for i, (job_id, task, args, kwargs, priority, meta) in enumerate(made)
         ]  # fmt: skip
 
     def cancel(self, job_id: str, score: int | None = None) -> bool:
@@ -263,52 +343,78 @@ class Queue:
         *,
         worker: str = "",
         finished: Sequence[tuple[Job, str | None]] = (),
+        started: Sequence[Job] = (),
+        charge: bool = True,
     ) -> tuple[list[Job], float | None, list[str]]:
         """``pop_and_wait`` after acknowledging ``finished`` (jobs with their result, as
-        ``ack`` takes them), in one round trip; also returns the ids of the finished jobs
-        whose lease had run out."""
-        reply = self._run(POP, *self._fetch_args(count, lease, worker, finished))
-        return self._fetched(reply, worker)
+        ``ack`` takes them) and charging the attempt of ``started`` (jobs leased ahead that
+        start now), in one round trip per ``MAX_BATCH`` jobs; also returns the ids of the
+        finished and started jobs whose lease had run out. ``charge=False`` leases jobs
+        ahead: their attempt counts only once they are started."""
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ValueError(f"count must be an int >= 0, not {count!r}.")
+        jobs: list[Job] = []
+        lost: list[str] = []
+        while True:
+            take = min(count - len(jobs), MAX_BATCH)
+            args = self.fetch_args(take, lease, worker, finished[:MAX_BATCH],
+                                   started[:MAX_BATCH], charge)  # fmt: skip
+            found, wait, gone = self.fetched(self._run(POP, *args), worker)
+            finished, started = finished[MAX_BATCH:], started[MAX_BATCH:]
+            jobs += found
+            lost += gone
+            more = len(found) == take and len(jobs) < count
+            if not (more or finished or started):
+                return jobs, wait, lost
 
-    def _fetch_args(
+    def fetch_args(
         self,
         count: int,
         lease: float | None,
         worker: str,
         finished: Sequence[tuple[Job, str | None]],
+        started: Sequence[Job] = (),
+        charge: bool = True,
     ) -> list[Any]:
-        """POP's arguments after the base, for ``fetch``."""
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise ValueError(f"count must be an int >= 0, not {count!r}.")
+        """POP's arguments after the base: at most ``MAX_BATCH`` of each kind."""
+        if max(count, len(finished), len(started)) > MAX_BATCH:
+            raise ValueError(f"One POP takes at most {MAX_BATCH} jobs of each kind.")
         lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
         acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
+        starts = [v for job in started for v in (job.id, job.lease or "")]
         return [count, lease_ms, worker or "-", self.max_attempts,
-                max(1, round(self.result_ttl * 1000)), len(finished), *acks]  # fmt: skip
+                max(1, round(self.result_ttl * 1000)), "1" if charge else "0",
+                len(finished), len(started), *acks, *starts]  # fmt: skip
 
-    def _fetched(self, reply: Any, worker: str) -> tuple[list[Job], float | None, list[str]]:
-        """``fetch``'s value from POP's reply."""
+    def fetched(self, reply: Any, worker: str) -> tuple[list[Job], float | None, list[str]]:
+        """``fetch``'s value from one POP reply."""
         wait = None if reply[0] < 0 else reply[0] / 1000
         lost = [_text(job_id) for job_id in reply[1]]
         jobs = []
-        for i in range(2, len(reply), 9):
-            job_id, task, args, kwargs, attempts, priority, due, enqueued, workers = reply[
-                i : i + 9
+        for i in range(2, len(reply), 10):
+            job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
+                i : i + 10
             ]
-            workers = _text(workers)
+            attempts = _int(attempts)
             job = Job(_text(job_id), self.name, *_decoded(task, args, kwargs),
-                      priority=int(priority), attempts=attempts, state="running",
-                      score=int(due), enqueued=int(enqueued),
-                      lease=f"{worker or '-'}#{attempts}",
-                      worker=worker or None, workers=tuple(workers.split(",")))  # fmt: skip
+                      priority=_int(priority), attempts=attempts, state="running",
+                      score=_int(due), enqueued=_int(enqueued),
+                      lease=f"{worker or '-'}#{attempts}", worker=worker or None,
+                      workers=tuple(_text(workers).split(",")),
+                      meta=_decoded_meta(meta))  # fmt: skip
             jobs.append(job)
         return jobs, wait, lost
 
     def release(self, jobs: Sequence[Job]) -> int:
         """Give back popped jobs that did not start: ready again at the front of their
         priority, their attempt not counted. Returns how many were still leased."""
-        if not jobs:
-            return 0
-        return int(self._run(RELEASE, *[v for job in jobs for v in (job.id, job.lease or "")]))
+        given = 0
+        for start in range(0, len(jobs), MAX_BATCH):
+            pairs = [
+                v for job in jobs[start : start + MAX_BATCH] for v in (job.id, job.lease or "")
+            ]
+            given += int(self._run(RELEASE, *pairs))
+        return given
 
     def ack(self, job: Job, result: str | None = None) -> bool:
         """Finish a popped job; with ``result`` (its return value as JSON text) the job is
@@ -338,8 +444,15 @@ class Queue:
         text, error_class = _error(error)
         return self._settle(job, -1, text, traceback, error_class)
 
-    def _settle(self, job: Job, delay_ms: int, *error: str) -> bool:
-        return bool(self._run(SETTLE, job.id, job.lease or "", delay_ms, *error))
+    def _settle(
+        self, job: Job, delay_ms: int, error: str, traceback: str, error_class: str
+    ) -> bool:
+        traceback = _trimmed(traceback)
+        entry = ""
+        if error:
+            entry = _dumps({"e": error, "c": error_class, "t": traceback, "w": job.worker or ""})
+        return bool(self._run(SETTLE, job.id, job.lease or "", delay_ms, error, traceback,
+                              error_class, entry, job.worker or "-"))  # fmt: skip
 
     def renew(self, jobs: Sequence[Job], lease: float | None = None) -> list[str]:
         """Extend the leases of popped jobs; returns the ids whose lease was already lost."""
@@ -365,10 +478,22 @@ class Queue:
 
     def jobs(self, state: str, offset: int = 0, limit: int = 50) -> list[Job]:
         """One page of jobs in ``state``, in the order they will run (dead: oldest first)."""
-        reply = self._run(PAGE, self._set(state), int(offset), int(limit), "0")
+        for name, value in (("offset", offset), ("limit", limit)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, not {value!r}.")
+        if limit > MAX_BATCH:
+            raise ValueError(f"limit must be at most {MAX_BATCH}, not {limit}.")
+        if limit == 0:
+            return []
+        reply = self._run(PAGE, self._set(state), offset, limit, "0")
         jobs, i = [], 0
         while i < len(reply):
             job_id, n = _text(reply[i]), int(reply[i + 1])
+            if n < 0:  # not a hash: POP sets such a key aside when it meets it
+                jobs.append(Job(job_id, self.name, "", state="unknown",
+                                error="The job in Redis is not a hash."))  # fmt: skip
+                i += 2
+                continue
             fields = {_text(reply[j]): reply[j + 1] for j in range(i + 2, i + 2 + n, 2)}
             i += 2 + n
             jobs.append(self._from_hash(job_id, fields))
@@ -381,10 +506,15 @@ class Queue:
     def get(self, job_id: str) -> Job:
         """One job by id, in whatever state (done: kept for RESULT_TTL after it ran);
         JobNotFound if it is not in the queue."""
+        if not isinstance(job_id, str):
+            raise TypeError(f"job_id must be a str, not {type(job_id).__name__}.")
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(self.base + "j:" + job_id)
         pipe.hgetall(self.base + "result:" + job_id)
-        for fields in pipe.execute():  # a pending job first: it was enqueued again
+        for fields in pipe.execute(raise_on_error=False):  # a pending job first
+            if isinstance(fields, Exception):  # not a hash
+                return Job(job_id, self.name, "", state="unknown",
+                           error="The job in Redis is not a hash.")  # fmt: skip
             if fields:
                 return self._from_hash(job_id, {_text(k): v for k, v in fields.items()})
         raise JobNotFound(f"No job {job_id!r} in queue {self.name!r}.")
@@ -394,14 +524,16 @@ class Queue:
             return _text(fields.get(name, b""))
 
         decoded = _decoded(fields.get("t"), fields.get("ar"), fields.get("kw"))
-        return Job(job_id, self.name, *decoded, priority=int(text("pr") or 0),
-                   attempts=int(text("a") or 0), state=_STATE_NAMES.get(text("s"), "unknown"),
-                   score=int(text("sc") or 0), enqueued=int(text("e") or 0),
-                   started=int(text("st") or 0), finished=int(text("f") or 0),
+        return Job(job_id, self.name, *decoded, priority=_int(fields.get("pr")),
+                   attempts=_int(fields.get("a")), state=_STATE_NAMES.get(text("s"), "unknown"),
+                   score=_int(fields.get("sc")), enqueued=_int(fields.get("e")),
+                   started=_int(fields.get("st")), finished=_int(fields.get("f")),
                    lease=text("l") or None, worker=text("w") or None,
                    workers=tuple(w for w in text("ws").split(",") if w),
                    error=text("err"), error_class=text("ec"), traceback=text("tb"),
-                   result=text("v") if "v" in fields else None)  # fmt: skip
+                   result=text("v") if "v" in fields else None,
+                   meta=_decoded_meta(fields.get("m")),
+                   errors=_attempt_errors(text("eh")))  # fmt: skip
 
     def requeue(self, job_id: str) -> bool:
         """Run a scheduled or dead job now (a dead one with its attempts reset)."""
@@ -413,9 +545,12 @@ class Queue:
 
     def purge(self, state: str, batch: int = 1000) -> int:
         """Delete every job in ``state``, ``batch`` per atomic step; returns how many."""
+        if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= MAX_BATCH:
+            raise ValueError(f"batch must be an int from 1 to {MAX_BATCH}, not {batch!r}.")
+        state_set = self._set(state)
         removed = 0
         while True:
-            n = int(self._run(PAGE, self._set(state), 0, batch, "1"))
+            n = int(self._run(PAGE, state_set, 0, batch, "1"))
             removed += n
             if n < batch:
                 return removed

@@ -4,15 +4,18 @@ Key layout of one queue (``base`` = ``<prefix>:{Q:<queue>}:``, one hash tag per 
 every script runs on Redis Cluster):
 
     base j:<id>   hash  a job: t task (dotted path), ar args (JSON), kw kwargs (JSON; absent:
-                        none), pr priority (absent: 0), a attempts (absent: 0), s state
-                        (r ready, s scheduled, x running, d dead), sc due (epoch ms),
-                        e enqueued (epoch ms), st last started (epoch ms), ws the workers
-                        of each attempt (comma-separated), l lease token, w worker,
-                        err last error, ec its exception class path, tb its traceback,
-                        f finished (epoch ms; dead or done). Short fields keep a job's hash
-                        in Redis's compact encoding (values up to 64 bytes).
+                        none), m metadata (JSON; absent: none), pr priority (absent: 0),
+                        a attempts started (absent: 0), s state (r ready, s scheduled,
+                        x running, d dead), sc due (epoch ms), e enqueued (epoch ms),
+                        st last started (epoch ms), ws the workers of each started attempt
+                        (comma-separated), l lease token, w worker, sl the lease token under
+                        which the current attempt was started (charged), err last error,
+                        ec its exception class path, tb its traceback, eh every failed
+                        attempt's error (one JSON object a line), f finished (epoch ms; dead
+                        or done). Short fields keep a job's hash in Redis's compact encoding.
     base result:<id> hash  a finished job kept for RESULT_TTL: the job's hash, renamed,
                         with s k (done) and v its return value (JSON)
+    base j:<id>:corrupt  whatever was found at ``j:<id>`` when it was not a hash, set aside
     base ready    zset  ready ids; score (100 - priority) * 2^40 + arrival number
     base sched    zset  scheduled ids; score = due (epoch ms)
     base run      zset  leased ids; score = lease expiry (epoch ms)
@@ -20,6 +23,16 @@ every script runs on Redis Cluster):
     base seq      string arrival counter (FIFO within a priority)
     base wake     list  wake-up tokens: a worker blocks on it (BLPOP) when idle
     base tick:<name> string  the last tick (epoch ms) enqueued for a SCHEDULE entry
+
+An attempt is charged (``a`` + 1) when a job starts, not when it is leased: a worker leases
+a few jobs ahead, and if it dies only the job it was running has used an attempt. POP
+charges the jobs it leases when told they start at once; a worker that leases ahead starts
+each job with a POP of count 0 that names it (sent without waiting for the reply).
+
+Every script reads and checks what it needs before its first write, and treats a field it
+cannot parse as a bad job (sent to the dead set with the reason), never as a script error:
+Redis does not roll back a script that fails half-way. Lists given to ZADD/ZREM go in chunks
+(Lua's ``unpack`` has a limit of about 8,000 values).
 
 Times come from the Redis server's clock (TIME), so workers and web processes with skewed
 clocks still agree on what is due.
@@ -29,6 +42,9 @@ from __future__ import annotations
 
 from .scripts import _script
 
+# The most jobs one script call takes or returns; callers split larger batches.
+MAX_BATCH = 1000
+
 _COMMON = """
 local function now_ms()
   local t = redis.call('TIME')
@@ -37,13 +53,55 @@ end
 
 local BAND = 1099511627776  -- 2^40: the ready score of priority p is (100 - p) * BAND + seq
 
--- Put job ``id`` (whose hash exists) on the ready set, behind its priority's earlier jobs.
+-- A number from a hash field: absent gives the default, anything unparsable gives nil.
+local function num(v, default)
+  if v == false or v == nil then return default end
+  return tonumber(v)
+end
+
+-- ZADD score/member pairs and ZREM members, a thousand values per call.
+local function zadd_all(key, flat)
+  for i = 1, #flat, 1000 do
+    redis.call('ZADD', key, unpack(flat, i, math.min(i + 999, #flat)))
+  end
+end
+local function zrem_all(key, ids)
+  for i = 1, #ids, 1000 do
+    redis.call('ZREM', key, unpack(ids, i, math.min(i + 999, #ids)))
+  end
+end
+
+-- Put job ``id`` on the ready set, behind its priority's earlier jobs (a priority that is
+-- not a number counts as 0: POP then sends the job to the dead set with the reason).
 local function make_ready(base, id)
   local key = base .. 'j:' .. id
-  local pr = tonumber(redis.call('HGET', key, 'pr') or '0')
+  local pr = num(redis.call('HGET', key, 'pr'), 0) or 0
+  if pr < -100 or pr > 100 then pr = 0 end
   local seq = redis.call('INCR', base .. 'seq')
   redis.call('ZADD', base .. 'ready', (100 - pr) * BAND + seq, id)
   redis.call('HSET', key, 's', 'r')
+end
+
+-- Append one failed attempt's error (a JSON object) to the job's error history, keeping
+-- the newest 256 KB.
+local function add_error(key, entry)
+  local history = redis.call('HGET', key, 'eh') or ''
+  history = history .. entry .. '\\n'
+  while #history > 262144 do
+    local cut = string.find(history, '\\n', 1, true)
+    history = string.sub(history, cut + 1)
+  end
+  redis.call('HSET', key, 'eh', history)
+end
+
+-- Send job ``id`` to the dead set with ``err``. A key that is not a hash is set aside
+-- (renamed to ``j:<id>:corrupt``) so that the dead entry can say why.
+local function bury(base, id, now, err, corrupt)
+  local key = base .. 'j:' .. id
+  if corrupt then redis.call('RENAME', key, key .. ':corrupt') end
+  redis.call('HDEL', key, 'l', 'w')
+  redis.call('HSET', key, 's', 'd', 'f', now, 'err', err, 'ec', '', 'tb', '')
+  redis.call('ZADD', base .. 'dead', now, id)
 end
 
 -- Leave ``n`` wake-up tokens for the workers blocked on the queue. Past 128 tokens (no
@@ -65,39 +123,64 @@ end
 
 # ARGV[1] base  ARGV[2] replace "0"/"1"  ARGV[3] a schedule entry's name, or ""  ARGV[4] its
 # tick (epoch ms)  ARGV[5] "1" when every id is new (generated), so none is looked up
-# then per job 6 values: id, task, args (JSON), kwargs (JSON, "" for none), priority, due
-# (epoch ms, or a negative number of ms from now; 0 = now)
+# then per job 7 values: id, task, args (JSON), kwargs (JSON, "" for none), metadata (JSON,
+# "" for none), priority, due (epoch ms, or a negative number of ms from now; 0 = now)
 # With an entry name, the jobs are enqueued only if the tick is later than the last tick
 # claimed for that entry (``base tick:<name>``), which then becomes this one: the claim and
 # the enqueue are one step, so a tick is enqueued once however many schedulers race.
-# Returns per job three values: 1 added, 2 replaced or 0 kept (already pending; or running,
-# never replaced); the due time (epoch ms) as stored; the state letter as stored.
+# Returns per job four values: 1 added, 2 replaced or 0 kept (already pending; or running,
+# never replaced); the due time (epoch ms) as stored; the state letter as stored; when it
+# was enqueued (epoch ms).
 ENQUEUE = _script(
     "enqueue",
     _COMMON
     + """
 local base, replace, fresh = ARGV[1], ARGV[2] == '1', ARGV[5] == '1'
+local count = (#ARGV - 5) / 7
+if count > 1000 then return redis.error_reply('ENQUEUE takes at most 1000 jobs') end
+local now = now_ms()
+local jobs = base .. 'j:'
+-- Read and decide first: what each job finds (kept, replaced, added) and its due time.
+local found = {}
+for i = 6, #ARGV, 7 do
+  local key = jobs .. ARGV[i]
+  local state, sc, e = false, false, false
+  if not fresh then
+    local f = redis.pcall('HMGET', key, 's', 'sc', 'e')
+    if f.err then  -- not a hash: replaced by the new job, the old value set aside
+      found[#found + 1] = {'corrupt'}
+    else
+      state, sc, e = f[1], f[2], f[3]
+      found[#found + 1] = {state, sc, e}
+    end
+  else
+    found[#found + 1] = {false}
+  end
+end
 if ARGV[3] ~= '' then
   local claim = base .. 'tick:' .. ARGV[3]
-  if tonumber(redis.call('GET', claim) or '0') >= tonumber(ARGV[4]) then return {} end
+  if (tonumber(redis.call('GET', claim) or '0') or 0) >= tonumber(ARGV[4]) then return {} end
   redis.call('SET', claim, ARGV[4])
 end
-local now, count = now_ms(), (#ARGV - 5) / 6
 local seq = redis.call('INCRBY', base .. 'seq', count) - count
 local sets = {r = 'ready', s = 'sched', d = 'dead'}
 local results, woken, first = {}, 0, false  -- first: the head of sched, read when needed
-local ready = {}  -- score, id, ...: added in one ZADD when every id is new
-local jobs = base .. 'j:'
-for i = 6, #ARGV, 6 do
-  local id, pr, due = ARGV[i], tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
+local ready = {}  -- score, id, ...: added in ZADDs of 500 when every id is new
+for n = 1, count do
+  local i = 6 + (n - 1) * 7
+  local id, pr, due = ARGV[i], tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
   if due <= 0 then due = now - due end
   local key = jobs .. id
-  local state = nil
-  if not fresh then state = redis.call('HGET', key, 's') end
-  local result = 1
+  local state, result, enqueued = found[n][1], 1, now
+  if state == 'corrupt' then
+    redis.call('RENAME', key, key .. ':corrupt')
+    state = false
+  end
+  if state and not sets[state] and state ~= 'x' and state ~= 'k' then state = 'd' end
   if state == 'x' or (state and state ~= 'd' and not replace) then
     result = 0
-    due = tonumber(redis.call('HGET', key, 'sc'))
+    due = tonumber(found[n][2]) or now
+    enqueued = tonumber(found[n][3]) or now
   else
     if state then
       result = state == 'd' and 1 or 2
@@ -127,13 +210,14 @@ for i = 6, #ARGV, 6 do
         woken = math.max(woken, 1)  -- a sleeping worker must shorten its wait
       end
     end
-    if ARGV[i + 3] == '' and pr == 0 then  -- no kwargs, priority 0: the usual job
+    if ARGV[i + 3] == '' and ARGV[i + 4] == '' and pr == 0 then  -- the usual job
       redis.call('HSET', key, 't', ARGV[i + 1], 'ar', ARGV[i + 2], 's', state, 'sc', due,
                  'e', now)
     else
       local hset = {'HSET', key, 't', ARGV[i + 1], 'ar', ARGV[i + 2], 's', state, 'sc', due,
                     'e', now}
       if ARGV[i + 3] ~= '' then hset[#hset + 1] = 'kw'; hset[#hset + 1] = ARGV[i + 3] end
+      if ARGV[i + 4] ~= '' then hset[#hset + 1] = 'm'; hset[#hset + 1] = ARGV[i + 4] end
       if pr ~= 0 then hset[#hset + 1] = 'pr'; hset[#hset + 1] = pr end
       redis.call(unpack(hset))
     end
@@ -141,6 +225,7 @@ for i = 6, #ARGV, 6 do
   results[#results + 1] = result
   results[#results + 1] = due
   results[#results + 1] = state
+  results[#results + 1] = enqueued
 end
 if #ready > 0 then redis.call('ZADD', base .. 'ready', unpack(ready)) end
 if woken > 0 then wake(base, woken) end
@@ -148,45 +233,70 @@ return results
 """,
 )
 
-# ARGV[1] base  ARGV[2] how many to lease  ARGV[3] lease ms  ARGV[4] worker id
-# ARGV[5] max attempts  ARGV[6] result TTL ms  ARGV[7] how many jobs to finish first, then
-# per job to finish 3 values: id, lease token, return value (JSON; "" to keep no result)
+# ARGV[1] base  ARGV[2] how many to lease (at most 1000)  ARGV[3] lease ms  ARGV[4] worker
+# ARGV[5] max attempts  ARGV[6] result TTL ms  ARGV[7] "1": the leased jobs start now
+# (charge their attempt), "0": leased ahead, charged when a later call starts them
+# ARGV[8] how many jobs to finish, ARGV[9] how many jobs to start, then per job to finish
+# 3 values: id, lease token, return value (JSON; "" to keep no result), then per job to
+# start 2 values: id, lease token.
 # Finishes the given leased jobs (deleted, or kept as ``result:<id>`` with the value for the
-# TTL), moves due scheduled jobs to ready, takes back expired leases (to ready, or to dead
-# once out of attempts), then leases up to ARGV[2] ready jobs, highest priority first.
+# TTL), charges the attempt of the jobs that start, moves due scheduled jobs to ready, takes
+# back expired leases (to ready; to dead once a started attempt's lease ran out on the last
+# attempt), then leases up to ARGV[2] ready jobs, highest priority first. A ready job whose
+# hash is missing or unreadable goes to the dead set with the reason, alone.
 # Returns {ms until the next due job or lease expiry (0: more are ready, -1: none), the ids
-# among the finished whose lease had been lost, then per leased job 9 values: id, task,
-# args, kwargs, attempts, priority, due, enqueued, workers (ws)}.
+# among the finished and started whose lease had been lost, then per leased job 10 values:
+# id, task, args, kwargs, metadata, attempt (the number this run is), priority, due,
+# enqueued, workers (ws, this run's included)}.
 POP = _script(
     "pop",
     _COMMON
     + """
 local base, count, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local worker, max_attempts = ARGV[4], tonumber(ARGV[5])
+local worker, max_attempts, charge = ARGV[4], tonumber(ARGV[5]), ARGV[7] == '1'
+local n_finish, n_start = tonumber(ARGV[8]), tonumber(ARGV[9])
+if count > 1000 or n_finish > 1000 or n_start > 1000 then
+  return redis.error_reply('POP takes at most 1000 jobs of each kind')
+end
 local now = now_ms()
 local lost, finished = {}, {}
-for i = 8, 7 + 3 * tonumber(ARGV[7]), 3 do
-  local id, value = ARGV[i], ARGV[i + 2]
-  local key = base .. 'j:' .. id
-  if redis.call('HGET', key, 'l') ~= ARGV[i + 1] then
-    lost[#lost + 1] = id
+-- Read first: which of the jobs to finish and to start still hold their lease.
+local finishing, starting = {}, {}
+for i = 10, 9 + 3 * n_finish, 3 do
+  local ok, l = pcall(redis.call, 'HGET', base .. 'j:' .. ARGV[i], 'l')
+  if ok and l == ARGV[i + 1] then finishing[#finishing + 1] = i else lost[#lost + 1] = ARGV[i] end
+end
+for i = 10 + 3 * n_finish, 9 + 3 * n_finish + 2 * n_start, 2 do
+  local ok, f = pcall(redis.call, 'HMGET', base .. 'j:' .. ARGV[i], 'l', 'sl', 'a', 'ws')
+  if ok and f[1] == ARGV[i + 1] then
+    if f[2] ~= f[1] then starting[#starting + 1] = {ARGV[i], f[3], f[4]} end
   else
-    finished[#finished + 1] = id
-    if value == '' then
-      redis.call('DEL', key)
-    else
-      local result = base .. 'result:' .. id
-      redis.call('RENAME', key, result)
-      redis.call('HSET', result, 's', 'k', 'v', value, 'f', now, 'l', '')
-      redis.call('PEXPIRE', result, ARGV[6])
-    end
+    lost[#lost + 1] = ARGV[i]
   end
 end
-if #finished > 0 then redis.call('ZREM', base .. 'run', unpack(finished)) end
+for _, i in ipairs(finishing) do
+  local id, value = ARGV[i], ARGV[i + 2]
+  local key = base .. 'j:' .. id
+  finished[#finished + 1] = id
+  if value == '' then
+    redis.call('DEL', key)
+  else
+    local result = base .. 'result:' .. id
+    redis.call('RENAME', key, result)
+    redis.call('HSET', result, 's', 'k', 'v', value, 'f', now, 'l', '')
+    redis.call('PEXPIRE', result, ARGV[6])
+  end
+end
+if #finished > 0 then zrem_all(base .. 'run', finished) end
+for _, s in ipairs(starting) do
+  local key, ws = base .. 'j:' .. s[1], s[3] and (s[3] .. ',' .. worker) or worker
+  local attempt = (num(s[2], 0) or 0) + 1
+  redis.call('HSET', key, 'a', attempt, 'sl', worker .. '#' .. attempt, 'st', now, 'ws', ws)
+end
 local sched_at = head(base .. 'sched')
 if sched_at and sched_at <= now then
   local due = redis.call('ZRANGEBYSCORE', base .. 'sched', '-inf', now, 'LIMIT', 0, 1000)
-  redis.call('ZREM', base .. 'sched', unpack(due))
+  zrem_all(base .. 'sched', due)
   for _, id in ipairs(due) do make_ready(base, id) end
   sched_at = head(base .. 'sched')
 end
@@ -195,40 +305,86 @@ if run_at and run_at <= now then
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', base .. 'run', '-inf', now, 'LIMIT', 0, 100)) do
     redis.call('ZREM', base .. 'run', id)
     local key = base .. 'j:' .. id
-    redis.call('HDEL', key, 'l', 'w')
-    if tonumber(redis.call('HGET', key, 'a') or '0') >= max_attempts then
-      redis.call('HSET', key, 's', 'd', 'f', now, 'ec', '', 'tb', '', 'err',
-        'The lease ran out ' .. max_attempts .. ' times: its worker died or hung each time.')
-      redis.call('ZADD', base .. 'dead', now, id)
+    local ok, f = pcall(redis.call, 'HMGET', key, 'a', 'l', 'sl', 't')
+    if not ok then
+      bury(base, id, now,
+        'The job in Redis is not a hash; it was set aside as ' .. key .. ':corrupt.', true)
+    elseif not f[4] then
+      bury(base, id, now, 'The job\\'s data was missing from Redis when its lease ran out.', false)
     else
-      make_ready(base, id)
+      local started = f[2] and f[2] == f[3]
+      redis.call('HDEL', key, 'l', 'w', 'sl')
+      local a = num(f[1], 0) or max_attempts
+      if started and a >= max_attempts then
+        local err = 'Attempt ' .. a .. ' of ' .. max_attempts .. ' ended without an outcome: '
+          .. 'its lease ran out (its worker died, was killed or hung while running it).'
+        local by = string.gsub(string.match(f[2], '^(.*)#') or f[2], '[^%w%-%.:_]', '?')
+        redis.call('HSET', key, 's', 'd', 'f', now, 'ec', '', 'tb', '', 'err', err)
+        add_error(key, '{"e":"' .. err .. '","w":"' .. by .. '"}')
+        redis.call('ZADD', base .. 'dead', now, id)
+      else
+        make_ready(base, id)
+      end
     end
   end
   run_at = head(base .. 'run')
 end
 local reply = {-1, lost}
 if count > 0 then
-  local popped, leased = redis.call('ZPOPMIN', base .. 'ready', count), {}
-  for i = 1, #popped, 2 do
-    local id = popped[i]
+  -- Read and check the candidates first; then lease the good ones and bury the bad ones.
+  local ids, leased, bad, taken = redis.call('ZRANGE', base .. 'ready', 0, count - 1), {}, {}, {}
+  for _, id in ipairs(ids) do
     local key = base .. 'j:' .. id
-    local f = redis.call('HMGET', key, 't', 'ar', 'kw', 'pr', 'sc', 'e', 'ws', 'a')
-    local attempts = tonumber(f[8] or '0') + 1
-    local workers = f[7] and (f[7] .. ',' .. worker) or worker
-    redis.call('HSET', key, 's', 'x', 'a', attempts, 'l', worker .. '#' .. attempts,
-      'w', worker, 'st', now, 'ws', workers)
-    leased[#leased + 1] = now + lease
-    leased[#leased + 1] = id
-    for _, v in ipairs({id, f[1] or '', f[2] or '', f[3] or '', attempts, f[4] or '0',
-                        f[5] or '0', f[6] or '0', workers}) do
+    local ok, f = pcall(redis.call, 'HMGET', key, 't', 'ar', 'kw', 'm', 'pr', 'sc', 'e', 'ws', 'a')
+    local err = nil
+    if not ok then
+      err = 'The job in Redis is not a hash; it was set aside as ' .. key .. ':corrupt.'
+    elseif not f[1] and not f[2] then
+      err = 'The job\\'s data is missing from Redis (its id was ready without its hash).'
+    elseif not f[1] or f[1] == '' then
+      err = 'The job has no task (field t is missing).'
+    elseif not f[2] then
+      err = 'The job has no arguments (field ar is missing).'
+    else
+      for _, p in ipairs({{5, 'pr', 'priority'}, {6, 'sc', 'due time'}, {7, 'e', 'enqueue time'},
+                          {9, 'a', 'attempts'}}) do
+        if num(f[p[1]], 0) == nil then
+          err = 'The job\\'s ' .. p[3] .. ' (field ' .. p[2] .. ') is not a number: '
+            .. string.sub(f[p[1]], 1, 40)
+          break
+        end
+      end
+    end
+    taken[#taken + 1] = id
+    if err then bad[#bad + 1] = {id, err, not ok} else leased[#leased + 1] = {id, f} end
+  end
+  zrem_all(base .. 'ready', taken)
+  for _, b in ipairs(bad) do bury(base, b[1], now, b[2], b[3]) end
+  local expiries = {}
+  for _, job in ipairs(leased) do
+    local id, f = job[1], job[2]
+    local key = base .. 'j:' .. id
+    local attempt = num(f[9], 0) + 1
+    local token = worker .. '#' .. attempt
+    local workers = f[8] and (f[8] .. ',' .. worker) or worker
+    if charge then
+      redis.call('HSET', key, 's', 'x', 'a', attempt, 'l', token, 'sl', token, 'w', worker,
+        'st', now, 'ws', workers)
+    else
+      redis.call('HSET', key, 's', 'x', 'l', token, 'w', worker)
+    end
+    expiries[#expiries + 1] = now + lease
+    expiries[#expiries + 1] = id
+    for _, v in ipairs({id, f[1], f[2], f[3] or '', f[4] or '', attempt, f[5] or '0',
+                        f[6] or '0', f[7] or '0', workers}) do
       reply[#reply + 1] = v
     end
   end
-  if #leased > 0 then
-    redis.call('ZADD', base .. 'run', unpack(leased))
+  if #expiries > 0 then
+    zadd_all(base .. 'run', expiries)
     if not run_at or now + lease < run_at then run_at = now + lease end
   end
-  if #popped < 2 * count then count = -1 end  -- the ready set is empty now
+  if #ids < count then count = -1 end  -- the ready set is empty now
 end
 if count >= 0 and redis.call('ZCARD', base .. 'ready') > 0 then
   reply[1] = 0
@@ -239,50 +395,64 @@ return reply
 """,
 )
 
-# ARGV[1] base  then pairs of id, lease token
-# Gives back leased jobs that never started (a worker's prefetched jobs, when it stops or
+# ARGV[1] base  then pairs of id, lease token (at most 1000 pairs)
+# Gives back leased jobs that never started (a worker's jobs leased ahead, when it stops or
 # one of its jobs runs long): ready again at the front of their priority, in their order,
-# the attempt not counted. Returns how many it gave back.
+# an attempt charged under this lease given back. Returns how many it gave back.
 RELEASE = _script(
     "release",
     _COMMON
     + """
-local base, n, given = ARGV[1], (#ARGV - 1) / 2, 0
+local base, n = ARGV[1], (#ARGV - 1) / 2
+if n > 1000 then return redis.error_reply('RELEASE takes at most 1000 jobs') end
+local back = {}
 for i = 2, #ARGV, 2 do
+  local ok, f = pcall(redis.call, 'HMGET', base .. 'j:' .. ARGV[i], 'l', 'pr', 'a', 'ws', 'sl')
+  if ok and f[1] == ARGV[i + 1] then back[#back + 1] = {i, f} end
+end
+for _, b in ipairs(back) do
+  local i, f = b[1], b[2]
   local id = ARGV[i]
   local key = base .. 'j:' .. id
-  local f = redis.call('HMGET', key, 'l', 'pr', 'a', 'ws')
-  if f[1] == ARGV[i + 1] then
-    redis.call('ZREM', base .. 'run', id)
-    redis.call('HDEL', key, 'l', 'w', 'st')
+  redis.call('ZREM', base .. 'run', id)
+  redis.call('HDEL', key, 'l', 'w', 'sl')
+  if f[5] == f[1] then  -- charged under this lease: give the attempt back
     local ws = f[4] and string.match(f[4], '^(.*),[^,]*$')
     if ws then redis.call('HSET', key, 'ws', ws) else redis.call('HDEL', key, 'ws') end
-    redis.call('HSET', key, 's', 'r', 'a', math.max(0, tonumber(f[3] or '1') - 1))
-    local pr = tonumber(f[2] or '0')
-    redis.call('ZADD', base .. 'ready', (100 - pr) * BAND - n + (i - 2) / 2, id)
-    given = given + 1
+    redis.call('HSET', key, 'a', math.max(0, (num(f[3], 1) or 1) - 1))
+    redis.call('HDEL', key, 'st')
   end
+  redis.call('HSET', key, 's', 'r')
+  local pr = num(f[2], 0) or 0
+  redis.call('ZADD', base .. 'ready', (100 - pr) * BAND - n + (i - 2) / 2, id)
 end
-if given > 0 then wake(base, given) end
-return given
+if #back > 0 then wake(base, #back) end
+return #back
 """,
 )
 
 # ARGV[1] base  ARGV[2] id  ARGV[3] lease token  ARGV[4] delay ms (-1: to the dead set)
-# ARGV[5] error  ARGV[6] traceback  ARGV[7] exception class path
-# Gives a leased job back: scheduled again after the delay, or dead. 1, or 0 if the lease
-# was lost (another worker may have it by now).
+# ARGV[5] error  ARGV[6] traceback  ARGV[7] exception class path  ARGV[8] the error as a
+# JSON object for the history ("" for none)  ARGV[9] worker id
+# Gives a leased job back: scheduled again after the delay, or dead; its attempt is charged
+# if it was not yet. 1, or 0 if the lease was lost (another worker may have it by now).
 SETTLE = _script(
     "settle",
     _COMMON
     + """
 local base, id, delay = ARGV[1], ARGV[2], tonumber(ARGV[4])
 local key = base .. 'j:' .. id
-if redis.call('HGET', key, 'l') ~= ARGV[3] then return 0 end
-redis.call('ZREM', base .. 'run', id)
-redis.call('HDEL', key, 'l', 'w')
-redis.call('HSET', key, 'err', ARGV[5], 'tb', ARGV[6], 'ec', ARGV[7])
+local ok, f = pcall(redis.call, 'HMGET', key, 'l', 'sl', 'a', 'ws')
+if not ok or f[1] ~= ARGV[3] then return 0 end
 local now = now_ms()
+redis.call('ZREM', base .. 'run', id)
+redis.call('HDEL', key, 'l', 'w', 'sl')
+if f[2] ~= f[1] then  -- never started through POP: this attempt is charged now
+  redis.call('HSET', key, 'a', (num(f[3], 0) or 0) + 1, 'st', now,
+    'ws', f[4] and (f[4] .. ',' .. ARGV[9]) or ARGV[9])
+end
+redis.call('HSET', key, 'err', ARGV[5], 'tb', ARGV[6], 'ec', ARGV[7])
+if ARGV[8] ~= '' then add_error(key, ARGV[8]) end
 if delay < 0 then
   redis.call('HSET', key, 's', 'd', 'f', now)
   redis.call('ZADD', base .. 'dead', now, id)
@@ -309,7 +479,8 @@ local base, lease = ARGV[1], tonumber(ARGV[2])
 local now, lost = now_ms(), {}
 for i = 3, #ARGV, 2 do
   local id = ARGV[i]
-  if redis.call('HGET', base .. 'j:' .. id, 'l') == ARGV[i + 1] then
+  local ok, l = pcall(redis.call, 'HGET', base .. 'j:' .. id, 'l')
+  if ok and l == ARGV[i + 1] then
     redis.call('ZADD', base .. 'run', 'XX', now + lease, id)
   else
     lost[#lost + 1] = id
@@ -322,17 +493,19 @@ return lost
 # ARGV[1] base  ARGV[2] id  ARGV[3] due (epoch ms) it must still have, or ""
 # ARGV[4] the states it may be in: "rs" (cancel: ready, scheduled) or "rsd" (delete: also dead)
 # Deletes the job. 1, or 0 when missing, running, in another state or since rescheduled.
+# A dead id whose key is not a hash is deleted too (delete cleans up what POP set aside).
 CANCEL = _script(
     "cancel",
     """
 local base, id = ARGV[1], ARGV[2]
 local key = base .. 'j:' .. id
-local f = redis.call('HMGET', key, 's', 'sc')
 local sets = {r = 'ready', s = 'sched', d = 'dead'}
+local ok, f = pcall(redis.call, 'HMGET', key, 's', 'sc')
+if not ok then return 0 end
 if not f[1] or not sets[f[1]] or not string.find(ARGV[4], f[1], 1, true) then return 0 end
 if ARGV[3] ~= '' and f[2] ~= ARGV[3] then return 0 end
 redis.call('ZREM', base .. sets[f[1]], id)
-redis.call('DEL', key)
+redis.call('DEL', key, key .. ':corrupt')
 return 1
 """,
 )
@@ -346,7 +519,8 @@ REQUEUE = _script(
     + """
 local base, id = ARGV[1], ARGV[2]
 local key = base .. 'j:' .. id
-local state = redis.call('HGET', key, 's')
+local ok, state = pcall(redis.call, 'HGET', key, 's')
+if not ok then return 0 end
 if state == 's' then
   redis.call('ZREM', base .. 'sched', id)
 elseif state == 'd' then
@@ -363,29 +537,35 @@ return 1
 """,
 )
 
-# ARGV[1] base  ARGV[2] set (ready, sched, run, dead)  ARGV[3] offset  ARGV[4] limit
-# ARGV[5] "1" to delete them (purge) instead of listing them
+# ARGV[1] base  ARGV[2] set (ready, sched, run, dead)  ARGV[3] offset  ARGV[4] limit (at most
+# 1000)  ARGV[5] "1" to delete them (purge) instead of listing them
 # Lists (or deletes) one page of a state; per job the flat HGETALL of its hash, after its
-# id: {id, n, field, value, ...}. A purge returns how many it deleted.
+# id: {id, n, field, value, ...} (n = -1: the key is not a hash). A purge returns how many
+# it deleted.
 PAGE = _script(
     "page",
     """
 local base, set = ARGV[1], ARGV[1] .. ARGV[2]
 local first, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+if limit > 1000 then return redis.error_reply('PAGE takes at most 1000 jobs') end
 local ids = redis.call('ZRANGE', set, first, first + limit - 1)
 if ARGV[5] == '1' then
   for _, id in ipairs(ids) do
     redis.call('ZREM', set, id)
-    redis.call('DEL', base .. 'j:' .. id)
+    redis.call('DEL', base .. 'j:' .. id, base .. 'j:' .. id .. ':corrupt')
   end
   return #ids
 end
 local reply = {}
 for _, id in ipairs(ids) do
-  local h = redis.call('HGETALL', base .. 'j:' .. id)
+  local ok, h = pcall(redis.call, 'HGETALL', base .. 'j:' .. id)
   reply[#reply + 1] = id
-  reply[#reply + 1] = #h
-  for _, v in ipairs(h) do reply[#reply + 1] = v end
+  if ok then
+    reply[#reply + 1] = #h
+    for _, v in ipairs(h) do reply[#reply + 1] = v end
+  else
+    reply[#reply + 1] = -1
+  end
 end
 return reply
 """,
@@ -404,8 +584,9 @@ local ready, oldest, min = base .. 'ready', nil, '-inf'
 for _ = 1, 201 do
   local head = redis.call('ZRANGEBYSCORE', ready, min, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if #head == 0 then break end
-  local due = tonumber(redis.call('HGET', base .. 'j:' .. head[1], 'sc') or '0')
-  if not oldest or due < oldest then oldest = due end
+  local ok, sc = pcall(redis.call, 'HGET', base .. 'j:' .. head[1], 'sc')
+  local due = ok and num(sc, 0) or nil
+  if due and (not oldest or due < oldest) then oldest = due end
   min = string.format('%.0f', (math.floor(tonumber(head[2]) / band) + 1) * band)
 end
 if not oldest then return -1 end

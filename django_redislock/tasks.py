@@ -149,7 +149,7 @@ def run_job(job: Job) -> str:
             raise InvalidTask(
                 f"{job.task} returned a value that is not JSON-serializable ({exc})."
             ) from exc
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, CancelledError too
         cls = type(exc)
         object.__setattr__(result, "status", TaskResultStatus.FAILED)
         object.__setattr__(result, "finished_at", django_timezone.now())

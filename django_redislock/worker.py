@@ -494,7 +494,7 @@ class InFlight:
 
     def send(self, count: int, finished: list[tuple[Job, str | None]]) -> bool:
         """Send a fetch; False when it could not be sent (nothing was)."""
-        args = self.queue._fetch_args(count, None, self.worker.id, finished)
+        args = self.queue.fetch_args(count, None, self.worker.id, finished)
         with self.lock:
             try:
                 if self.conn is None:
@@ -527,7 +527,7 @@ class InFlight:
                 if isinstance(exc, (*UNAVAILABLE, OSError)):
                     raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
                 raise
-            jobs, wait, lost = self.queue._fetched(reply, self.worker.id)
+            jobs, wait, lost = self.queue.fetched(reply, self.worker.id)
         self.worker._warn_lost(lost)
         with self.worker.held:
             self.worker.ahead.extend((self.queue, job) for job in jobs)
