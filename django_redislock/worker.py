@@ -2,12 +2,16 @@
 main thread, or in a pool of threads), keeps their leases alive, heartbeats into Redis and
 drains on SIGTERM/SIGINT.
 
-With one job at a time, the worker leases a few jobs ahead while jobs are quick, and
-acknowledges finished jobs in the same round trip that leases the next ones, so a stream of
-short jobs costs a fraction of a round trip each. The housekeeping thread bounds what that
-costs: a finished job waits at most ``ACK_HOLD`` for its acknowledgement, and jobs leased
-ahead of one that runs longer than ``GIVE_BACK_AFTER``, or of a stop request, go back to the
-queue for others at once.
+With one job at a time, the worker leases a few jobs ahead while jobs are quick. It tells
+Redis of each job as it starts it, together with the jobs finished before it, without
+waiting for the reply (``queue_channel``): an attempt is charged when its job starts, so a
+job that kills its worker uses up its own attempts and never those of the jobs leased
+behind it. The housekeeping thread bounds what leasing ahead costs: a finished job waits at
+most ``ACK_HOLD`` for its acknowledgement, and jobs leased ahead of one that runs longer
+than ``GIVE_BACK_AFTER``, or of a stop request, go back to the queue for others at once.
+
+Whatever a task raises (``SystemExit`` and ``KeyboardInterrupt`` included) is a failed
+attempt of that job; the worker carries on.
 """
 
 from __future__ import annotations
@@ -36,14 +40,16 @@ from .conf import conf
 from .connection import UNAVAILABLE, call, get_redis, is_cluster
 from .exceptions import RedisUnavailable
 from .queue import Job, Queue, get_queue
-from .queue_scripts import POP
+from .queue_channel import Channel
+from .queue_scripts import MAX_BATCH
 from .schedule import Scheduler
 from .tasks import InvalidTask, run_job
 
 logger = logging.getLogger(__name__)
 
-# Longest single block on Redis while idle: bounds how late a stop request or a heartbeat is.
+# Longest single block on Redis while idle (a stop request ends it at once).
 MAX_BLOCK = 1.0
+MAX_CONCURRENCY = MAX_BATCH
 BACKOFF_MAX = 5.0
 # Leasing ahead (one job at a time only): up to PREFETCH_MAX jobs while each takes under
 # QUICK seconds; back to one after a slower job.
@@ -65,13 +71,21 @@ class Worker:
         schedule: bool = False,
         using: str | None = None,
     ) -> None:
-        if not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an int >= 1, not {concurrency!r}.")
+        if (
+            not isinstance(concurrency, int)
+            or isinstance(concurrency, bool)
+            or not 1 <= concurrency <= MAX_CONCURRENCY
+        ):
+            raise ValueError(
+                f"concurrency must be an int from 1 to {MAX_CONCURRENCY}, not {concurrency!r}."
+            )
         if max_jobs is not None and (not isinstance(max_jobs, int) or max_jobs < 1):
             raise ValueError(f"max_jobs must be an int >= 1, not {max_jobs!r}.")
         self.queues: list[Queue] = [get_queue(name, using) for name in queues]
         if not self.queues:
             raise ValueError("queues must name at least one queue.")
+        if len({queue.name for queue in self.queues}) < len(self.queues):
+            raise ValueError("queues names a queue twice.")
         self.concurrency = concurrency
         self.burst = burst
         self.max_jobs = max_jobs
@@ -87,9 +101,15 @@ class Worker:
         self.finished_since = 0.0
         self.job_started = 0.0
         self.held = threading.Lock()  # guards ahead and finished
-        # Serving one queue one job at a time, the next fetch is sent before the jobs ahead
-        # run out, and read when they have: Redis works while this process does.
-        self.flight = InFlight(self, self.queues[0]) if concurrency == len(queues) == 1 else None
+        # One job at a time: each queue's starts, acknowledgements and fetches go out in
+        # order on a connection of the worker's own. Serving one queue, the next fetch is
+        # sent before the jobs ahead run out, and read when they have.
+        self.channels = (
+            {q: Channel(q, self.id, self._warn_lost, self._unfinish) for q in self.queues}
+            if concurrency == 1
+            else {}
+        )
+        self.flight = self.channels[self.queues[0]] if len(self.channels) == 1 else None
         self.changed = threading.Condition()
         self.stopping = threading.Event()
         self.exiting = threading.Event()  # set once drained: the keeper renews until then
@@ -128,7 +148,7 @@ class Worker:
             for thread in threads:
                 thread.join()
             self._give_back()
-            self.waiter.close()
+            self.waiter.shut()
             self._deregister()
 
     def _work_inline(self) -> None:
@@ -149,7 +169,12 @@ class Worker:
                     self._guarded(self._block, wait)
                 continue
             flight = self.flight
-            if flight is not None and prefetch > 2 and left <= prefetch // 2 and not flight.sent:
+            if (
+                flight is not None
+                and prefetch > 2
+                and left <= prefetch // 2
+                and not flight.fetching
+            ):
                 self._guarded(self._send_ahead, flight, prefetch)
             queue, job = item
             took = self._run_job(queue, job)
@@ -186,7 +211,7 @@ class Worker:
             return found
         except Exception as exc:
             if isinstance(exc, RedisUnavailable):
-                logger.warning("Redis is unreachable (%s); retry in %.1fs.", exc, self.backoff)
+                logger.warning("%s; retrying in %.1fs.", exc, self.backoff)
             else:
                 logger.exception("Fetching jobs failed; retry in %.1fs.", self.backoff)
             self.stopping.wait(self.backoff * random.uniform(0.5, 1))
@@ -195,8 +220,12 @@ class Worker:
 
     def stop(self) -> None:
         self.stopping.set()
-        with self.changed:
-            self.changed.notify_all()
+        self.waiter.interrupt()
+        if self.changed.acquire(blocking=False):  # never blocks a signal handler
+            try:
+                self.changed.notify_all()
+            finally:
+                self.changed.release()
 
     def _install_signals(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -206,7 +235,11 @@ class Worker:
             if self.stopping.is_set():
                 logger.warning("Second signal: exiting now; leased jobs run again later.")
                 os._exit(128 + signum)
-            logger.info("Stopping: finishing %d running job(s).", len(self.active))
+            logger.warning(
+                "Stopping: finishing %d running job(s); send the signal again (Ctrl-C) to "
+                "exit at once.",
+                len(self.active),
+            )
             self.stop()
 
         signal.signal(signal.SIGTERM, on_signal)
@@ -218,7 +251,7 @@ class Worker:
         with self.changed:
             free = self.concurrency - len(self.active)
             if free <= 0:
-                self.changed.wait(MAX_BLOCK)
+                self.changed.wait(0.1)
                 free = self.concurrency - len(self.active)
         if self.max_jobs is not None:
             free = min(free, self.max_jobs - self.started_jobs)
@@ -229,7 +262,14 @@ class Worker:
         for queue in self.queues:
             if free - started <= 0:
                 return started, 0.0
-            jobs, wait = queue.pop_and_wait(free - started, worker=self.id)
+            with self.held:
+                finished = self.finished.pop(queue, [])
+            try:
+                jobs, wait, lost = queue.fetch(free - started, worker=self.id, finished=finished)
+            except BaseException:
+                self._unfinish(queue, finished)
+                raise
+            self._warn_lost(lost)
             for job in jobs:
                 with self.changed:
                     self.active[(queue.name, job.id)] = (queue, job)
@@ -244,9 +284,8 @@ class Worker:
         """Acknowledge the finished jobs and lease up to ``count`` more (fewer near
         ``max_jobs``), queue by queue, one round trip each; the seconds until the next job
         is due (0: more are ready; None: nothing pending)."""
-        if self.flight is not None and self.flight.sent:
-            wait = self.flight.collect()
-            return None if wait is False else wait
+        if self.flight is not None and self.flight.fetching:
+            return self._collect(self.flight)
         if self.max_jobs is not None:
             count = min(count, self.max_jobs - self.started_jobs)
         soonest = None
@@ -256,12 +295,7 @@ class Worker:
             if count <= 0 and not finished:
                 soonest = 0.0
                 continue
-            try:
-                jobs, wait, lost = queue.fetch(max(0, count), worker=self.id, finished=finished)
-            except BaseException:
-                self._unfinish(queue, finished)
-                raise
-            self._warn_lost(lost)
+            jobs, wait = self.channels[queue].fetch(max(0, count), finished)
             with self.held:
                 self.ahead.extend((queue, job) for job in jobs)
             count -= len(jobs)
@@ -269,21 +303,30 @@ class Worker:
                 soonest = wait
         return soonest
 
-    def _send_ahead(self, flight: InFlight, count: int) -> None:
+    def _send_ahead(self, flight: Channel, count: int) -> None:
         """Send the next fetch now, to be read once the jobs ahead run out."""
         with self.held:
             ahead = len(self.ahead)
             finished = self.finished.pop(flight.queue, [])
         if self.max_jobs is not None:
             count = min(count, self.max_jobs - self.started_jobs - ahead - 1)
-        if not flight.send(max(0, count), finished):
-            self._unfinish(flight.queue, finished)
+        flight.send_fetch(max(0, count), finished)  # on failure, fetched again when needed
 
-    def _unfinish(self, queue: Queue, finished: list[tuple[Job, str | None]]) -> None:
+    def _collect(self, flight: Channel) -> float | None:
+        """Read the fetch in flight: its jobs join those leased ahead. Returns its wait."""
+        collected = flight.collect()
+        if collected is None:
+            return 0.0
+        jobs, wait = collected
+        with self.held:
+            self.ahead.extend((flight.queue, job) for job in jobs)
+        return wait
+
+    def _unfinish(self, queue: Queue, finished: Sequence[tuple[Job, str | None]]) -> None:
         """Put back acknowledgements that may not have reached Redis, to send again."""
         if finished:
             with self.held:
-                self.finished[queue] = finished + self.finished.get(queue, [])
+                self.finished[queue] = [*finished, *self.finished.get(queue, [])]
 
     @staticmethod
     def _warn_lost(lost: Sequence[str]) -> None:
@@ -305,6 +348,11 @@ class Worker:
             self.active[(queue.name, job.id)] = (queue, job)
         if inline:
             self.started_jobs += 1
+        channel = self.channels.get(queue)
+        if channel is not None:  # charge its attempt, and acknowledge those before it
+            with self.held:
+                finished = self.finished.pop(queue, [])
+            channel.note(finished, [job])
         start = self.job_started = time.monotonic()
         close_old_connections()
         try:
@@ -313,22 +361,21 @@ class Worker:
             except InvalidTask as exc:
                 logger.error("Job %s in %r cannot run: %s", job.id, queue.name, exc)
                 invalid, trace = exc, traceback.format_exc()
-                self._settle(lambda: queue.bury(job, invalid, trace))
+                self._settle(channel, lambda: queue.bury(job, invalid, trace))
                 self.failed += 1
                 return time.monotonic() - start
-            except Exception as exc:
-                logger.exception("Job %s (%s) failed", job.id, job.task)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt: the task's own
+                # The Tasks framework logs the failure with its traceback (task_finished).
+                logger.info("Job %s (%s) in %r failed: %s", job.id, job.task, queue.name,
+                            type(exc).__name__)  # fmt: skip
                 error, trace = exc, traceback.format_exc()
-                self._settle(lambda: queue.fail(job, error, trace))
+                self._settle(channel, lambda: queue.fail(job, error, trace))
                 self.failed += 1
                 return time.monotonic() - start
-            if inline:  # acknowledged with the next fetch, or by the keeper
-                with self.held:
-                    if not self.finished:
-                        self.finished_since = time.monotonic()
-                    self.finished.setdefault(queue, []).append((job, value))
-            else:
-                self._settle(lambda: queue.ack(job, value))
+            with self.held:  # acknowledged with the next start or fetch, or by the keeper
+                if not self.finished:
+                    self.finished_since = time.monotonic()
+                self.finished.setdefault(queue, []).append((job, value))
             self.processed += 1
             return time.monotonic() - start
         finally:
@@ -338,11 +385,14 @@ class Worker:
                 self.active.pop((queue.name, job.id), None)
                 self.changed.notify_all()
 
-    def _settle(self, action: Callable[[], bool]) -> None:
-        """Record a job's outcome, retrying while Redis is away (up to about a lease)."""
+    def _settle(self, channel: Channel | None, action: Callable[[], bool]) -> None:
+        """Record a job's outcome, retrying while Redis is away (up to about a lease). What
+        was sent on ``channel`` (the job's start) reaches Redis first."""
         delay, deadline = 0.1, time.monotonic() + min(q.lease for q in self.queues)
         while True:
             try:
+                if channel is not None:
+                    channel.sync()
                 if not action():
                     logger.warning("A job's lease ran out before it finished; it may run again.")
                 return
@@ -374,10 +424,10 @@ class Worker:
         long_job = running_for > GIVE_BACK_AFTER
         if (
             self.flight is not None
-            and self.flight.sent
+            and self.flight.fetching
             and (running_for > ACK_HOLD or self.stopping.is_set())
         ):  # its jobs join those ahead: renewed with them, or given back below
-            self.flight.collect()
+            self._collect(self.flight)
         with self.held:
             finished = {}
             if self.finished and now - self.finished_since > ACK_HOLD:
@@ -390,9 +440,13 @@ class Worker:
         self._release(ahead)
 
     def _acknowledge(self, finished: dict[Queue, list[tuple[Job, str | None]]]) -> None:
-        """Acknowledge finished jobs now, one round trip per queue; on failure they are put
-        back, to be sent again."""
+        """Send the acknowledgements of finished jobs (not waiting for the replies); those
+        that cannot be sent are put back, to be sent again."""
         for queue, done in finished.items():
+            channel = self.channels.get(queue)
+            if channel is not None:
+                channel.note(done)
+                continue
             try:
                 self._warn_lost(queue.fetch(0, worker=self.id, finished=done)[2])
             except BaseException:
@@ -408,20 +462,22 @@ class Worker:
 
     def _give_back(self) -> None:
         """At exit: acknowledge what finished, and give back the jobs leased ahead."""
-        if self.flight is not None:
-            # On failure its acknowledgements are put back, and fail again just below.
-            with contextlib.suppress(RedisUnavailable):
-                self.flight.collect()
-            self.flight.close()
-        with self.held:
-            finished, self.finished = self.finished, {}
-            ahead = list(self.ahead)
-            self.ahead.clear()
         try:
+            if self.flight is not None:
+                self._collect(self.flight)
+            with self.held:
+                finished, self.finished = self.finished, {}
+                ahead = list(self.ahead)
+                self.ahead.clear()
             self._acknowledge(finished)
+            for channel in self.channels.values():
+                channel.sync()
             self._release(ahead)
         except RedisUnavailable:
             logger.warning("Redis is unreachable at exit; unacknowledged jobs run again later.")
+        finally:
+            for channel in self.channels.values():
+                channel.close()
 
     def heartbeat(self) -> None:
         with self.changed:
@@ -474,76 +530,6 @@ def live_workers(using: str | None = None) -> list[dict[str, Any]]:
     return [json.loads(v) for v in values if v is not None]
 
 
-class InFlight:
-    """A fetch sent on a connection of the worker's own and read later: while the worker runs
-    the jobs it holds, Redis acknowledges the finished ones and leases the next. The main
-    thread reads it when it needs the jobs; the keeper thread, when a job runs longer than
-    ACK_HOLD (so that their leases are renewed with the others ahead) or the worker stops."""
-
-    def __init__(self, worker: Worker, queue: Queue) -> None:
-        self.worker, self.queue = worker, queue
-        client = queue.client
-        self.node = (  # the node of the queue's slot, on Redis Cluster
-            client.get_node_from_key(queue.key("ready")).redis_connection
-            if is_cluster(client)
-            else client
-        )
-        self.conn: Any = None
-        self.sent: tuple[list[Any], list[tuple[Job, str | None]]] | None = None
-        self.lock = threading.Lock()
-
-    def send(self, count: int, finished: list[tuple[Job, str | None]]) -> bool:
-        """Send a fetch; False when it could not be sent (nothing was)."""
-        args = self.queue.fetch_args(count, None, self.worker.id, finished)
-        with self.lock:
-            try:
-                if self.conn is None:
-                    self.conn = self.node.connection_pool.get_connection()
-                key = self.queue.key("ready")
-                self.conn.send_command("EVALSHA", POP.sha, 1, key, self.queue.base, *args)
-            except (*UNAVAILABLE, OSError):
-                self._close()
-                return False
-            self.sent = (args, finished)
-            return True
-
-    def collect(self) -> float | bool | None:
-        """Read the fetch in flight: its jobs join those leased ahead. Returns its wait (as
-        ``pop_and_wait``), or False when none was in flight."""
-        with self.lock:
-            if self.sent is None:
-                return False
-            args, finished = self.sent
-            self.sent = None
-            try:
-                try:
-                    reply = self.conn.read_response()
-                except redis.ResponseError:  # NOSCRIPT, or MOVED: it did not run; run it now
-                    self._close()
-                    reply = self.queue._run(POP, *args)
-            except BaseException as exc:
-                self._close()
-                self.worker._unfinish(self.queue, finished)  # to send again
-                if isinstance(exc, (*UNAVAILABLE, OSError)):
-                    raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
-                raise
-            jobs, wait, lost = self.queue.fetched(reply, self.worker.id)
-        self.worker._warn_lost(lost)
-        with self.worker.held:
-            self.worker.ahead.extend((self.queue, job) for job in jobs)
-        return wait
-
-    def close(self) -> None:
-        with self.lock:
-            self._close()
-
-    def _close(self) -> None:
-        if self.conn is not None:
-            self.conn.disconnect()
-            self.node.connection_pool.release(self.conn)
-            self.conn = None
-
-
 class Waiter:
     """Blocks on the queues' wake-up lists until a token arrives or a deadline passes, to
     the millisecond.
@@ -564,6 +550,15 @@ class Waiter:
         self.conns: list[Any] = []
         self.ids: list[int] = []
         self.precise = True
+        # A byte on this pair ends a wait at once (``interrupt``: a stop request).
+        self.bell, self.ringer = socket.socketpair()
+        self.bell.setblocking(False)
+        self.ringer.setblocking(False)
+
+    def interrupt(self) -> None:
+        """End the current (or the next) wait now; safe from a signal handler."""
+        with contextlib.suppress(OSError):  # full (already rung) or closed
+            self.ringer.send(b"!")
 
     def _connect(self) -> None:
         for node, _ in self.groups:
@@ -598,11 +593,19 @@ class Waiter:
             raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
 
     def _readable(self, timeout: float) -> set[int]:
-        if len(self.conns) == 1:
-            return {0} if self.conns[0].can_read(timeout=timeout) else set()
+        ready = {i for i, conn in enumerate(self.conns) if conn.can_read(timeout=0)}
+        if ready:
+            return ready
         socks = [conn._sock for conn in self.conns]
-        ready, _, _ = select.select(socks, [], [], timeout)
-        return {socks.index(sock) for sock in ready}
+        readable, _, _ = select.select([*socks, self.bell], [], [], timeout)
+        if self.bell in readable:
+            self._hush()
+        return {socks.index(sock) for sock in readable if sock is not self.bell}
+
+    def _hush(self) -> None:
+        with contextlib.suppress(OSError):  # nothing more to read
+            while self.bell.recv(64):
+                pass
 
     def _wait_plainly(self, timeout: float) -> None:
         if len(self.groups) > 1:  # one BLPOP cannot span hash slots: take turns, briefly
@@ -616,3 +619,9 @@ class Waiter:
             conn.disconnect()
             node.connection_pool.release(conn)
         self.conns, self.ids = [], []
+
+    def shut(self) -> None:
+        """Close for good, the interrupting pair too."""
+        self.close()
+        self.bell.close()
+        self.ringer.close()

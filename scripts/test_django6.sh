@@ -2,7 +2,7 @@
 # Runs the whole suite on Django 6, which needs Python 3.12+: a virtualenv in .venv-dj6 made
 # from the first Python 3.12+ found ($PYTHON, then PATH, then pyenv), with Django 6 and the
 # test extra; redis-server and chromium as scripts/test.sh sets them up. Extra arguments go
-# to pytest.
+# to pytest. Exits with 2 when no Python 3.12+ can be found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +40,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     echo "Django 6 needs Python 3.12 or newer, and none was found (tried \$PYTHON, python3.14," \
       "python3.13, python3.12 and python3 on PATH, and pyenv's versions). Install one, or" \
       "point PYTHON at it: PYTHON=/path/to/python3.12 bash scripts/test_django6.sh" >&2
-    exit 1
+    exit 2
   fi
   echo "== creating $VENV with $PY ($("$PY" --version))"
   "$PY" -m venv "$VENV"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_redislock.exceptions import RedisUnavailable
@@ -40,7 +41,7 @@ class Command(BaseCommand):
                 max_jobs=options["max_jobs"],
                 schedule=not options["no_schedule"],
             )
-        except ValueError as exc:
+        except (ValueError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
         schedule = (
             f", scheduling {', '.join(e.name for e in worker.scheduler.entries)}"

@@ -1,0 +1,154 @@
+"""A worker's own connection to one queue, on which its POPs go out in order.
+
+Serving one job at a time, a worker tells Redis each job it starts (so that its attempt is
+charged then, not when it was leased ahead) together with the jobs that finished before it,
+and sends the next fetch before the jobs leased ahead run out. None of these waits for its
+reply: the replies are read in order later, when the worker needs the fetched jobs, before
+it records a failure (so that Redis has seen the start first), or when a few have piled up.
+One connection keeps them in the order they were sent; the Redis server runs them in that
+order too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import redis
+
+from .connection import UNAVAILABLE, is_cluster
+from .exceptions import RedisUnavailable
+from .queue import Job, Queue
+from .queue_scripts import POP
+
+logger = logging.getLogger(__name__)
+
+Finished = list[tuple[Job, "str | None"]]
+BACKLOG = 64  # replies left unread before the oldest are read
+
+
+class Channel:
+    def __init__(
+        self,
+        queue: Queue,
+        worker: str,
+        on_lost: Callable[[Sequence[str]], None],
+        on_unsent: Callable[[Queue, Finished], None],
+    ) -> None:
+        self.queue, self.worker = queue, worker
+        self.on_lost, self.on_unsent = on_lost, on_unsent
+        client = queue.client
+        self.node = (  # the node of the queue's slot, on Redis Cluster
+            client.get_node_from_key(queue.key("ready")).redis_connection
+            if is_cluster(client)
+            else client
+        )
+        self.conn: Any = None
+        # Sent, reply not read yet: (is a fetch, POP's arguments, acknowledgements it carries)
+        self.pending: deque[tuple[bool, list[Any], Finished]] = deque()
+        self.fetched: tuple[list[Job], float | None] | None = None  # read, not collected
+        self.lock = threading.RLock()
+
+    @property
+    def fetching(self) -> bool:
+        """A fetch was sent and its jobs not collected yet."""
+        return self.fetched is not None or any(is_fetch for is_fetch, _, _ in self.pending)
+
+    def note(self, finished: Finished, started: Sequence[Job] = ()) -> None:
+        """Acknowledge ``finished`` and charge the attempt of ``started`` without waiting.
+        Never raises: acknowledgements that could not be sent are handed back."""
+        if not finished and not started:
+            return
+        args = self.queue.fetch_args(0, None, self.worker, finished, started, charge=False)
+        with self.lock:
+            try:
+                self._send(False, args, finished)
+                if len(self.pending) > BACKLOG:
+                    self._read_until(lambda: len(self.pending) <= BACKLOG // 2)
+            except RedisUnavailable as exc:
+                logger.debug("Could not tell Redis of started/finished jobs: %s", exc)
+
+    def send_fetch(self, count: int, finished: Finished) -> bool:
+        """Send a fetch of up to ``count`` jobs (leased ahead, not charged); False when it
+        could not be sent (its acknowledgements were handed back)."""
+        args = self.queue.fetch_args(count, None, self.worker, finished, (), charge=False)
+        with self.lock:
+            try:
+                self._send(True, args, finished)
+            except RedisUnavailable:
+                return False
+            return True
+
+    def collect(self) -> tuple[list[Job], float | None] | None:
+        """Read replies up to the fetch in flight; its jobs and wait (as ``pop_and_wait``),
+        or None when no fetch was in flight. Raises RedisUnavailable."""
+        with self.lock:
+            if not self.fetching:
+                return None
+            self._read_until(lambda: self.fetched is not None)
+            found, self.fetched = self.fetched, None
+            return found
+
+    def fetch(self, count: int, finished: Finished) -> tuple[list[Job], float | None]:
+        """A fetch sent and read now (behind whatever was sent before it)."""
+        with self.lock:
+            if not self.send_fetch(count, finished):
+                raise RedisUnavailable("Redis is unreachable: the fetch could not be sent")
+            collected = self.collect()
+            assert collected is not None
+            return collected
+
+    def sync(self) -> None:
+        """Read every reply still pending: Redis has run all that was sent."""
+        with self.lock:
+            self._read_until(lambda: not self.pending)
+
+    def close(self) -> None:
+        with self.lock:
+            self._drop()
+
+    # --- inside the lock ------------------------------------------------------------
+
+    def _send(self, is_fetch: bool, args: list[Any], finished: Finished) -> None:
+        try:
+            if self.conn is None:
+                self.conn = self.node.connection_pool.get_connection()
+            key = self.queue.key("ready")
+            self.conn.send_command("EVALSHA", POP.sha, 1, key, self.queue.base, *args)
+        except (*UNAVAILABLE, OSError) as exc:
+            self._drop()
+            self.on_unsent(self.queue, finished)
+            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+        self.pending.append((is_fetch, args, finished))
+
+    def _read_until(self, done: Callable[[], bool]) -> None:
+        while self.pending and not done():
+            is_fetch, args, _ = self.pending[0]
+            try:
+                try:
+                    reply = self.conn.read_response()
+                except redis.ResponseError:  # NOSCRIPT, or MOVED: it did not run; run it now
+                    reply = self.queue._run(POP, *args)
+            except (*UNAVAILABLE, OSError) as exc:
+                self._drop()
+                raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+            self.pending.popleft()
+            jobs, wait, lost = self.queue.fetched(reply, self.worker)
+            self.on_lost(lost)
+            if is_fetch:
+                self.fetched = (jobs, wait)
+
+    def _drop(self) -> None:
+        """Close the connection; what was sent on it may or may not have run: the
+        acknowledgements are handed back (sent again, at worst reported lost), the starts
+        are forgotten (a failure charges its attempt when it is recorded)."""
+        pending, self.pending = self.pending, deque()
+        for _, _, finished in pending:
+            self.on_unsent(self.queue, finished)
+        if self.conn is not None:
+            self.conn.disconnect()
+            self.node.connection_pool.release(self.conn)
+            self.conn = None
