@@ -6,12 +6,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error
 
-from .conf import DEFAULTS, ON_REDIS_ERROR_CHOICES, QUEUE_DEFAULTS, user_settings
+from .conf import DEFAULTS, ON_REDIS_ERROR_CHOICES, QUEUE_DEFAULTS, conf, user_settings
+from .durability import redis_durability_warnings, unverified
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,64}$")
@@ -26,32 +28,62 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _number(
-    key: str,
-    *,
-    minimum: float,
-    inclusive: bool,
-    allow_inf: bool = False,
-    maximum: float = math.inf,
-) -> Callable[[Any], Iterable[Error]]:
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# Durations beyond a year are a typo (or milliseconds written as seconds); a year of
+# seconds is also far inside what Redis accepts as an expiry.
+YEAR = 365 * 86400.0
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The sane range of a number setting; ``minimum`` is excluded when ``above``."""
+
+    minimum: float
+    maximum: float = YEAR
+    above: bool = False
+    allow_inf: bool = False
+    whole: bool = False
+
+    def describe(self) -> str:
+        low = f"{'>' if self.above else '>='} {self.minimum:g}"
+        high = " or inf" if self.allow_inf else ""
+        kind = "a whole number" if self.whole else "a number"
+        return f"{kind} {low} and <= {self.maximum:g}{high}"
+
+    def is_number(self, value: Any) -> bool:
+        """A real number (not a bool, not NaN), whole when ``whole``."""
+        if not _is_number(value) or (self.whole and not isinstance(value, int)):
+            return False
+        return isinstance(value, int) or not math.isnan(value)
+
+    def contains(self, value: Any) -> bool:
+        """``value`` (a real number) lies in range. An int too large for a float is out:
+        the code that reads the setting would overflow converting it."""
+        try:
+            number = float(value)
+        except OverflowError:
+            return False
+        if math.isinf(number) and number > 0 and self.allow_inf:
+            return True
+        low_ok = number > self.minimum if self.above else number >= self.minimum
+        return low_ok and number <= self.maximum
+
+
+def _number(key: str, bounds: Bounds) -> Callable[[Any], Iterable[Error]]:
     def check(value: Any) -> Iterable[Error]:
-        if not _is_number(value) or math.isnan(value):
+        if not bounds.is_number(value):
             yield _error(
-                f"REDISLOCK['{key}'] must be a number of seconds, not {value!r}.",
-                f"Set REDISLOCK['{key}'] to a number such as {DEFAULTS[key]!r}.",
+                f"REDISLOCK['{key}'] must be a number of seconds, not {_short(value)}.",
+                f"Set REDISLOCK['{key}'] to {bounds.describe()}, such as {DEFAULTS[key]!r}.",
                 3,
             )
-        elif (
-            (value < minimum if inclusive else value <= minimum)
-            or (math.isinf(value) and not allow_inf)
-            or value > maximum
-        ):
-            bound = ">=" if inclusive else ">"
+        elif not bounds.contains(value):
             yield _error(
-                f"REDISLOCK['{key}'] is {value!r}; it must be {bound} {minimum}"
-                + (f" and <= {maximum}" if maximum < math.inf else "")
-                + ("" if allow_inf or maximum < math.inf else " and finite")
-                + ".",
+                f"REDISLOCK['{key}'] is {_short(value)}; it must be {bounds.describe()}.",
                 f"Use a value such as {DEFAULTS[key]!r}.",
                 4,
             )
@@ -159,20 +191,42 @@ def _check_queues(value: Any) -> Iterable[Error]:
             continue
         for option, option_value in options.items():
             where = f"REDISLOCK['QUEUES'][{name!r}][{option!r}]"
-            if option not in QUEUE_DEFAULTS:
+            if option not in QUEUE_BOUNDS:
                 yield _error(
                     f"{where} is not a known queue option.",
                     f"Known options: {', '.join(QUEUE_DEFAULTS)}.",
                     9,
                 )
-            elif not _is_number(option_value) or not 0 < option_value < math.inf:
+                continue
+            bounds = QUEUE_BOUNDS[option]
+            if not bounds.is_number(option_value) or not bounds.contains(option_value):
                 yield _error(
-                    f"{where} is {option_value!r}; it must be a positive finite number.",
-                    f"The default is {QUEUE_DEFAULTS[option]!r}.",
+                    f"{where} is {_short(option_value)}; it must be {bounds.describe()}.",
+                    f"The default is {QUEUE_DEFAULTS[option]!r}. {QUEUE_BOUNDS_WHY}",
                     9,
                 )
-            elif option == "MAX_ATTEMPTS" and not isinstance(option_value, int):
-                yield _error(f"{where} must be a whole number.", "For example 3.", 9)
+
+
+# A lease shorter than a second expires while a busy worker still runs the job (then it runs
+# twice); a result kept less than a second is gone before anyone reads it.
+QUEUE_BOUNDS = {
+    "LEASE": Bounds(1),
+    "MAX_ATTEMPTS": Bounds(1, maximum=1000, whole=True),
+    "RETRY_BACKOFF": Bounds(0, above=True),
+    "RESULT_TTL": Bounds(1),
+}
+QUEUE_BOUNDS_WHY = (
+    "LEASE and RESULT_TTL are seconds from 1 to a year, RETRY_BACKOFF seconds above 0, "
+    "MAX_ATTEMPTS a whole number from 1 to 1000."
+)
+assert set(QUEUE_BOUNDS) == set(QUEUE_DEFAULTS)
+# Ticks closer than this keep the scheduler doing nothing but Redis round trips.
+EVERY_BOUNDS = Bounds(0.1)
+SCHEDULE_HINT = (
+    "Options: task (the path of a @task in an installed app), every (seconds, 0.1 to a "
+    "year) or cron, and optionally args (a JSON list), kwargs (a JSON object), queue, "
+    "priority, catch_up."
+)
 
 
 def _check_schedule(value: Any) -> Iterable[Error]:
@@ -185,8 +239,7 @@ def _check_schedule(value: Any) -> Iterable[Error]:
         return
     from .schedule import Entry
 
-    raw_queues = user_settings().get("QUEUES", DEFAULTS["QUEUES"])
-    queues = raw_queues if isinstance(raw_queues, dict) else {}
+    queues = conf.QUEUE_NAMES
     for name, options in value.items():
         where = f"REDISLOCK['SCHEDULE'][{name!r}]"
         if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
@@ -199,20 +252,43 @@ def _check_schedule(value: Any) -> Iterable[Error]:
         try:
             entry = Entry.from_setting(name, options)
         except ValueError as exc:
+            yield _error(f"{where}: {exc}.", SCHEDULE_HINT, 12)
+            continue
+        if entry.every is not None and not EVERY_BOUNDS.contains(entry.every):
             yield _error(
-                f"{where}: {exc}.",
-                "Options: task (a @task path), every (seconds) or cron, and optionally args, "
-                "kwargs, queue, priority, catch_up.",
+                f"{where}: 'every' is {entry.every:g}; it must be {EVERY_BOUNDS.describe()}.",
+                SCHEDULE_HINT,
                 12,
             )
-            continue
         if entry.queue not in queues:
             yield _error(
                 f"{where} names the queue {entry.queue!r}, which is not in REDISLOCK['QUEUES'].",
                 f"Add {entry.queue!r} to REDISLOCK['QUEUES'] or set 'queue' to one of "
-                f"{', '.join(map(repr, sorted(queues))) or 'none'}.",
+                f"{', '.join(map(repr, queues)) or 'none'}.",
                 12,
             )
+        problem = _task_problem(entry.task)
+        if problem:
+            yield _error(f"{where}: {problem}", SCHEDULE_HINT, 12)
+
+
+def _task_problem(path: str) -> str | None:
+    """Why the worker would refuse to run ``path``, or None when it is a @task of an
+    installed app."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        # Lazily: on Django 5.2 without the Tasks backport, importing tasks raises.
+        from .tasks import InvalidTask, resolve_task
+    except ImproperlyConfigured as exc:
+        return f"its task cannot run: {exc}"
+    try:
+        resolve_task(path)
+    except InvalidTask as exc:
+        return str(exc)
+    except Exception as exc:  # the task's module itself fails to import
+        return f"importing {path!r} raised {type(exc).__name__}: {exc}"
+    return None
 
 
 VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
@@ -220,15 +296,17 @@ VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
     "URL": _check_url,
     "CLUSTER": _type("CLUSTER", (bool,), "True or False"),
     "KEY_PREFIX": _check_prefix,
-    "LOCK_TTL": _number("LOCK_TTL", minimum=0, inclusive=False),
-    "LOCK_TIMEOUT": _number("LOCK_TIMEOUT", minimum=0, inclusive=True, allow_inf=True),
-    "LOCK_RETRY_DELAY": _number("LOCK_RETRY_DELAY", minimum=0, inclusive=False),
+    # A TTL under 10 ms expires during the round trips that take and release the lock.
+    "LOCK_TTL": _number("LOCK_TTL", Bounds(0.01)),
+    "LOCK_TIMEOUT": _number("LOCK_TIMEOUT", Bounds(0, allow_inf=True)),
+    # A waiter blocks on Redis for up to this long at a time: under 1 ms it only spins.
+    "LOCK_RETRY_DELAY": _number("LOCK_RETRY_DELAY", Bounds(0.001, maximum=60)),
     "REDLOCK_NODES": _check_nodes,
     "BUSY_STATUS": _check_status,
     "ON_REDIS_ERROR": _check_on_error,
     "QUEUES": _check_queues,
     "SCHEDULE": _check_schedule,
-    "SPIN_WAIT": _number("SPIN_WAIT", minimum=0, inclusive=True, maximum=0.01),
+    "SPIN_WAIT": _number("SPIN_WAIT", Bounds(0, maximum=0.01)),
 }
 assert set(VALIDATORS) == set(DEFAULTS)
 
@@ -246,13 +324,17 @@ def _check_connection(raw: dict[str, Any]) -> Iterable[Error]:
     if not isinstance(alias, str):
         return
     caches = getattr(settings, "CACHES", {})
+    if not isinstance(caches, dict):
+        return  # Django's own checks report a malformed CACHES
     if alias not in caches:
         yield _error(
             f"REDISLOCK['CACHE'] names the cache {alias!r}, which is not in CACHES.",
             "Name a django-redis cache alias from CACHES, or set REDISLOCK['URL'].",
             5,
         )
-    elif not str(caches[alias].get("BACKEND", "")).startswith("django_redis."):
+    elif not isinstance(caches[alias], dict) or not str(
+        caches[alias].get("BACKEND", "")
+    ).startswith("django_redis."):
         yield _error(
             f"The cache {alias!r} named by REDISLOCK['CACHE'] is not a django-redis cache.",
             "Use a cache with BACKEND 'django_redis.cache.RedisCache', or set REDISLOCK['URL'].",
@@ -284,3 +366,20 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
             errors.extend(VALIDATORS[key](value))
     errors.extend(_check_connection(raw))
     return errors
+
+
+def check_redis_durability(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The deploy check (``manage.py check --deploy``): warn when the Redis behind locks and
+    queues may evict keys or lose them on restart."""
+    if check_settings():
+        return []  # those errors come first: the connection they describe is not to be trusted
+    from .connection import get_redis
+
+    try:
+        client = get_redis()
+    except Exception as exc:
+        return [unverified("the configured Redis", f"cannot connect ({exc})")]
+    return redis_durability_warnings(client)
+
+
+__all__ = ["check_redis_durability", "check_settings", "redis_durability_warnings"]

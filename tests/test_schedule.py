@@ -19,6 +19,7 @@ from django_redislock.worker import Worker
 from .conftest import Backend, Processes
 from .test_worker import done, wait_for
 
+TASK = "tests.tasks.record"  # a @task in an installed app: the check resolves it
 T0 = 1_700_000_040.0  # in the past (jobs for its ticks are ready), a whole multiple of 60 s
 
 
@@ -106,16 +107,16 @@ def test_cron_ticks_in_time_zone(settings: Any) -> None:
     ("entry", "message"),
     [
         ({"every": 5}, "'task'"),
-        ({"task": "a.b"}, "exactly one of"),
-        ({"task": "a.b", "every": 5, "cron": "* * * * *"}, "exactly one of"),
-        ({"task": "a.b", "every": 0}, "'every'"),
-        ({"task": "a.b", "every": True}, "'every'"),
-        ({"task": "a.b", "cron": "every day"}, "not a valid cron"),
-        ({"task": "a.b", "every": 5, "args": 1}, "'args'"),
-        ({"task": "a.b", "every": 5, "priority": 101}, "'priority'"),
-        ({"task": "a.b", "every": 5, "catch_up": "yes"}, "'catch_up'"),
-        ({"task": "a.b", "every": 5, "at": 3}, "unknown option"),
-        ({"task": "a.b", "every": 5, "queue": "mail"}, "not in REDISLOCK['QUEUES']"),
+        ({"task": TASK}, "exactly one of"),
+        ({"task": TASK, "every": 5, "cron": "* * * * *"}, "exactly one of"),
+        ({"task": TASK, "every": 0}, "'every'"),
+        ({"task": TASK, "every": True}, "'every'"),
+        ({"task": TASK, "cron": "every day"}, "not a valid cron"),
+        ({"task": TASK, "every": 5, "args": 1}, "'args'"),
+        ({"task": TASK, "every": 5, "priority": 101}, "'priority'"),
+        ({"task": TASK, "every": 5, "catch_up": "yes"}, "'catch_up'"),
+        ({"task": TASK, "every": 5, "at": 3}, "unknown option"),
+        ({"task": TASK, "every": 5, "queue": "mail"}, "not in REDISLOCK['QUEUES']"),
     ],
 )
 def test_bad_entries_are_system_check_errors(settings: Any, entry: Any, message: str) -> None:
@@ -127,7 +128,7 @@ def test_bad_entries_are_system_check_errors(settings: Any, entry: Any, message:
 
 
 def test_bad_entry_names_are_system_check_errors(settings: Any) -> None:
-    settings.REDISLOCK = {"SCHEDULE": {"a{b}": {"task": "a.b", "every": 5}}}
+    settings.REDISLOCK = {"SCHEDULE": {"a{b}": {"task": TASK, "every": 5}}}
     assert [e.id for e in check_settings()] == ["django_redislock.E012"]
 
 
@@ -135,9 +136,9 @@ def test_good_entries_pass_the_check(settings: Any) -> None:
     settings.REDISLOCK = {
         "QUEUES": {"default": {}, "mail": {}},
         "SCHEDULE": {
-            "a": {"task": "a.b", "every": 0.5, "args": [1], "kwargs": {"x": 1}},
+            "a": {"task": TASK, "every": 0.5, "args": [1], "kwargs": {"x": 1}},
             "b": {
-                "task": "a.b",
+                "task": TASK,
                 "cron": "0 3 * * 1-5",
                 "queue": "mail",
                 "priority": 5,
