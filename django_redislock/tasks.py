@@ -239,8 +239,7 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
             names = []
         for name in sorted(set(names) - set(configured)):
             yield Error(
-                f"{where}['QUEUES'] names {name!r}, which is not a queue in "
-                "REDISLOCK['QUEUES'].",
+                f"{where}['QUEUES'] names {name!r}, which is not a queue in REDISLOCK['QUEUES'].",
                 hint=f"Add {name!r} to REDISLOCK['QUEUES'] (configured: "
                 f"{', '.join(configured) or 'none'}).",
                 id="django_redislock.E013",
