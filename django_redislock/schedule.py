@@ -140,8 +140,8 @@ def entries() -> list[Entry]:
     valid = []
     for name, options in conf.SCHEDULE.items():
         try:
-            if not isinstance(options, Mapping):
-                raise ValueError("its options must be a dict")
+            if not isinstance(name, str) or not isinstance(options, Mapping):
+                raise ValueError("it must be a str name with a dict of options")
             valid.append(Entry.from_setting(name, options))
         except ValueError as exc:
             logger.error("Schedule entry %r is invalid and will not run: %s.", name, exc)
