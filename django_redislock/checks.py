@@ -378,7 +378,7 @@ def check_redis_durability(app_configs: Any = None, **kwargs: Any) -> list[Check
     try:
         client = get_redis()
     except Exception as exc:
-        return [unverified("the configured Redis", f"cannot connect ({exc})")]
+        return [unverified("the Redis of REDISLOCK", f"cannot connect ({exc})")]
     return redis_durability_warnings(client)
 
 

@@ -28,13 +28,13 @@ def redis_durability_warnings(client: Any) -> list[CheckMessage]:
     try:
         nodes = _primaries(client)
     except Exception as exc:  # unreachable, or a Cluster that cannot list its nodes
-        return [unverified(_where(client), f"cannot reach it ({exc})")]
+        return [unverified(f"the Redis at {_where(client)}", f"cannot reach it ({exc})")]
     warnings: list[CheckMessage] = []
     for where, node in nodes:
         try:
             warnings.extend(_node_warnings(where, node))
         except Exception as exc:  # this must never break `check --deploy` or a worker
-            warnings.append(unverified(where, f"cannot reach it ({exc})"))
+            warnings.append(unverified(f"the Redis at {where}", f"cannot reach it ({exc})"))
     return warnings
 
 
@@ -122,13 +122,15 @@ def _node_warnings(where: str, node: Any) -> list[CheckMessage]:
     else:
         unknown.append("persistence")
     if unknown:
-        warnings.append(unverified(where, f"its {' and '.join(unknown)} cannot be read"))
+        reason = f"its {' and '.join(unknown)} cannot be read"
+        warnings.append(unverified(f"the Redis at {where}", reason))
     return warnings
 
 
-def unverified(where: str, reason: str) -> CheckWarning:
+def unverified(redis_name: str, reason: str) -> CheckWarning:
+    """W003: whether ``redis_name`` (e.g. "the Redis at host:port") keeps its keys is unknown."""
     return CheckWarning(
-        f"Could not verify that Redis at {where} neither evicts keys nor loses them on "
+        f"Could not verify that {redis_name} neither evicts keys nor loses them on "
         f"restart: {reason}.",
         hint="Check by hand (e.g. in your provider's console) that maxmemory-policy is "
         "noeviction and that AOF or RDB persistence is on, then add "

@@ -217,9 +217,9 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         # The framework builds backends inside its own system check: a QUEUES of the wrong
         # shape must reach check() (E013), not raise a TypeError here.
-        self.queues_setting = params.get("QUEUES", ["default"])
-        if not isinstance(self.queues_setting, (list, tuple)) or not all(
-            isinstance(name, str) for name in self.queues_setting
+        self._queues_setting = params.get("QUEUES", ["default"])
+        if not isinstance(self._queues_setting, (list, tuple)) or not all(
+            isinstance(name, str) for name in self._queues_setting
         ):
             params = {**params, "QUEUES": []}
         super().__init__(alias, params)
@@ -228,7 +228,7 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
         yield from super().check(**kwargs)
         where = f"TASKS[{self.alias!r}]"
         configured = conf.QUEUE_NAMES  # never raises: REDISLOCK's own check reports its shape
-        names = self.queues_setting
+        names = self._queues_setting
         if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
             yield Error(
                 f"{where}['QUEUES'] must be a list of queue names, not {names!r:.60}.",
