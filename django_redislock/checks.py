@@ -52,7 +52,8 @@ class Bounds:
         low = f"{'>' if self.above else '>='} {self.minimum:g}"
         high = " or inf" if self.allow_inf else ""
         kind = "a whole number" if self.whole else "a number"
-        return f"{kind} {low} and <= {self.maximum:g}{high}"
+        top = "31536000 (a year)" if self.maximum == YEAR else f"{self.maximum:g}"
+        return f"{kind} {low} and <= {top}{high}"
 
     def is_number(self, value: Any) -> bool:
         """A real number (not a bool, not NaN), whole when ``whole``."""
@@ -84,7 +85,7 @@ def _number(key: str, bounds: Bounds) -> Callable[[Any], Iterable[Error]]:
         elif not bounds.contains(value):
             yield _error(
                 f"REDISLOCK['{key}'] is {_short(value)}; it must be {bounds.describe()}.",
-                f"Use a value such as {DEFAULTS[key]!r}.",
+                f"Use {bounds.describe()}, such as {DEFAULTS[key]!r}.",
                 4,
             )
 

@@ -9,12 +9,14 @@ from importlib import import_module
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
+from django_redislock import get_queue
 from django_redislock.checks import check_redis_durability, check_settings
-from django_redislock.conf import DEFAULTS, QUEUE_DEFAULTS
-from django_redislock.schedule import ENTRY_OPTIONS
+from django_redislock.conf import DEFAULTS, QUEUE_DEFAULTS, conf
+from django_redislock.schedule import ENTRY_OPTIONS, Scheduler
 from django_redislock.tasks import FRAMEWORK
 
 WRONG: dict[str, Any] = {
@@ -132,3 +134,20 @@ def test_wrong_queues_in_both_settings_at_once(settings: Any, value: Any) -> Non
         "default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend", "QUEUES": value}
     }
     assert_reported("django_redislock.E0", valid=False)
+
+
+@pytest.mark.parametrize("value", [[], "default", None, {"q": None}, {"q": []}])
+def test_code_reading_a_wrong_queues_says_which_setting(settings: Any, value: Any) -> None:
+    # Not a ValueError or TypeError from deep inside: the setting is named.
+    settings.REDISLOCK = {"QUEUES": value}
+    with pytest.raises(ImproperlyConfigured, match=r"REDISLOCK\['QUEUES'\]"):
+        get_queue("default")
+    names = conf.QUEUE_NAMES  # what the checks read: never raises
+    assert names == (["q"] if isinstance(value, dict) else [])
+
+
+@pytest.mark.parametrize("value", [[], "sweep", None])
+def test_code_reading_a_wrong_schedule_says_which_setting(settings: Any, value: Any) -> None:
+    settings.REDISLOCK = {"SCHEDULE": value}
+    with pytest.raises(ImproperlyConfigured, match=r"REDISLOCK\['SCHEDULE'\]"):
+        Scheduler()
