@@ -24,9 +24,10 @@ class RedisLockConfig(AppConfig):
     default_auto_field = "django.db.models.AutoField"
 
     def ready(self) -> None:
-        from .checks import check_settings
+        from .checks import check_redis_durability, check_settings
 
         checks.register(check_settings, "django_redislock")
+        checks.register(check_redis_durability, "django_redislock", deploy=True)
         if django.VERSION >= (6, 0):
             # Importing django.tasks registers its check of the TASKS backends (our E013,
             # E014); Django 6 does not import it on its own. On 5.2 the backport's app does.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 DEFAULTS: dict[str, Any] = {
     "CACHE": "default",
@@ -87,10 +88,24 @@ class Conf:
 
     @property
     def QUEUES(self) -> dict[str, dict[str, Any]]:
-        return {
-            name: {**QUEUE_DEFAULTS, **options}
-            for name, options in dict(self._get("QUEUES")).items()
-        }
+        value = self._get("QUEUES")
+        if not isinstance(value, dict) or not all(isinstance(o, dict) for o in value.values()):
+            raise ImproperlyConfigured(
+                "REDISLOCK['QUEUES'] must be a dict of queue name to a dict of options; "
+                "run manage.py check."
+            )
+        return {name: {**QUEUE_DEFAULTS, **options} for name, options in value.items()}
+
+    @property
+    def QUEUE_NAMES(self) -> list[str]:
+        """The queue names in ``REDISLOCK['QUEUES']``, whatever its shape: never raises, for
+        the system checks that must report a wrong value instead of crashing on it."""
+        value = self._get("QUEUES")
+        return (
+            sorted(name for name in value if isinstance(name, str))
+            if isinstance(value, dict)
+            else []
+        )
 
     @property
     def SPIN_WAIT(self) -> float:
@@ -98,7 +113,13 @@ class Conf:
 
     @property
     def SCHEDULE(self) -> dict[str, dict[str, Any]]:
-        return dict(self._get("SCHEDULE"))
+        value = self._get("SCHEDULE")
+        if not isinstance(value, dict):
+            raise ImproperlyConfigured(
+                "REDISLOCK['SCHEDULE'] must be a dict of entry name to options; run manage.py "
+                "check."
+            )
+        return dict(value)
 
 
 conf = Conf()

@@ -17,6 +17,7 @@ its next tick. After downtime only the latest missed tick is enqueued, unless th
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
@@ -65,26 +66,31 @@ class Entry:
         every, cron = options.get("every"), options.get("cron")
         if (every is None) == (cron is None):
             raise ValueError("give exactly one of 'every' (seconds) and 'cron' (an expression)")
-        if every is not None and (
-            not isinstance(every, (int, float))
-            or isinstance(every, bool)
-            or not 0 < every < math.inf
-        ):
-            raise ValueError(f"'every' must be a positive number of seconds, not {every!r}")
+        if every is not None:
+            every = _seconds(every)
         if cron is not None:
             _cron(cron, timezone.now())  # raises ValueError when invalid
         args, kwargs = options.get("args", []), options.get("kwargs", {})
         if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
             raise ValueError("'args' must be a list and 'kwargs' a dict")
+        if not all(isinstance(key, str) for key in kwargs):
+            raise ValueError("the keys of 'kwargs' must be strings")
+        try:
+            # Every tick stores them as JSON: what does not survive the trip fails here once,
+            # not at each tick.
+            args, kwargs = json.loads(json.dumps(list(args))), json.loads(json.dumps(kwargs))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"'args' and 'kwargs' must be JSON-serializable ({exc})") from exc
+        queue = options.get("queue", "default")
+        if not isinstance(queue, str):
+            raise ValueError(f"'queue' must be the name of a queue, not {queue!r}")
         priority = options.get("priority", 0)
         if not isinstance(priority, int) or isinstance(priority, bool) or abs(priority) > 100:
             raise ValueError(f"'priority' must be an int from -100 to 100, not {priority!r}")
         catch_up = options.get("catch_up", False)
         if not isinstance(catch_up, bool):
             raise ValueError(f"'catch_up' must be True or False, not {catch_up!r}")
-        return cls(name, task, None if every is None else float(every), cron, list(args),
-                   dict(kwargs), str(options.get("queue", "default")), priority,
-                   catch_up)  # fmt: skip
+        return cls(name, task, every, cron, args, kwargs, queue, priority, catch_up)
 
     def latest(self, now: float) -> float:
         """The latest tick at or before ``now`` (epoch seconds)."""
@@ -107,6 +113,17 @@ class Entry:
                 "priority": self.priority}  # fmt: skip
 
 
+def _seconds(every: Any) -> float:
+    if isinstance(every, (int, float)) and not isinstance(every, bool):
+        try:
+            seconds = float(every)
+        except OverflowError:  # an int beyond any float
+            seconds = math.inf
+        if 0 < seconds < math.inf:
+            return seconds
+    raise ValueError(f"'every' must be a positive number of seconds, not {every!r}")
+
+
 def _cron(expression: Any, base: datetime) -> Any:
     try:
         from croniter import croniter
@@ -118,8 +135,17 @@ def _cron(expression: Any, base: datetime) -> Any:
 
 
 def entries() -> list[Entry]:
-    """The SCHEDULE entries (the system check has validated them)."""
-    return [Entry.from_setting(name, options) for name, options in conf.SCHEDULE.items()]
+    """The valid SCHEDULE entries; each invalid one is logged (``manage.py check`` reports
+    it as E012) and left out, so it never stops the others."""
+    valid = []
+    for name, options in conf.SCHEDULE.items():
+        try:
+            if not isinstance(name, str) or not isinstance(options, Mapping):
+                raise ValueError("it must be a str name with a dict of options")
+            valid.append(Entry.from_setting(name, options))
+        except ValueError as exc:
+            logger.error("Schedule entry %r is invalid and will not run: %s.", name, exc)
+    return valid
 
 
 class Scheduler:
@@ -130,15 +156,38 @@ class Scheduler:
         self.using = using
         self.entries = entries()
         self.enqueued = 0
+        # The last failure logged per entry, so a tick that fails at every look (each up
+        # to MAX_SLEEP apart) is logged once, not every second.
+        self._failed: dict[str, tuple[float, str]] = {}
 
     def run_pending(self, now: float | None = None) -> float:
-        """Enqueue every entry's due tick; returns the seconds until the next tick."""
+        """Enqueue every entry's due tick; returns the seconds until the next tick. An
+        entry that fails is logged and retried at the next look while the others run on;
+        RedisUnavailable is raised only when every entry failed for it."""
         now = time.time() if now is None else now
         soonest = math.inf
+        unreachable: list[tuple[Entry, RedisUnavailable]] = []
         for entry in self.entries:
-            self._run_entry(entry, now)
+            try:
+                self._run_entry(entry, now)
+                self._failed.pop(entry.name, None)
+            except RedisUnavailable as exc:  # on Cluster, maybe only this entry's node
+                unreachable.append((entry, exc))
+            except Exception as exc:
+                self._log_failure(entry, now, exc)
             soonest = min(soonest, entry.next_after(entry.latest(now)) - now)
+        if unreachable and len(unreachable) == len(self.entries):
+            raise unreachable[-1][1]
+        for entry, error in unreachable:
+            self._log_failure(entry, now, error)
         return max(0.0, soonest)
+
+    def _log_failure(self, entry: Entry, now: float, exc: Exception) -> None:
+        failure = (entry.latest(now), f"{type(exc).__name__}: {exc}")
+        if self._failed.get(entry.name) != failure:
+            self._failed[entry.name] = failure
+            logger.error("Schedule entry %r failed (the others still run): %s", entry.name,
+                         failure[1], exc_info=exc)  # fmt: skip
 
     def _run_entry(self, entry: Entry, now: float) -> None:
         queue = get_queue(entry.queue, self.using)

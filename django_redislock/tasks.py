@@ -214,20 +214,46 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
             return task_result(job, task, self.alias)
         raise TaskResultDoesNotExist(result_id)
 
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        # The framework builds backends inside its own system check: a QUEUES of the wrong
+        # shape must reach check() (E013), not raise a TypeError here.
+        self._queues_setting = params.get("QUEUES", ["default"])
+        if not isinstance(self._queues_setting, (list, tuple)) or not all(
+            isinstance(name, str) for name in self._queues_setting
+        ):
+            params = {**params, "QUEUES": []}
+        super().__init__(alias, params)
+
     def check(self, **kwargs: Any) -> Iterable[CheckMessage]:
         yield from super().check(**kwargs)
-        configured = conf.QUEUES
-        for name in sorted(self.queues - set(configured)):
+        where = f"TASKS[{self.alias!r}]"
+        configured = conf.QUEUE_NAMES  # never raises: REDISLOCK's own check reports its shape
+        names = self._queues_setting
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
             yield Error(
-                f"TASKS[{self.alias!r}]['QUEUES'] names {name!r}, which is not a queue in "
+                f"{where}['QUEUES'] must be a list of queue names, not {names!r:.60}.",
+                hint=f"For example {configured[:3] or ['default']!r}: names of queues in "
                 "REDISLOCK['QUEUES'].",
-                hint=f"Add {name!r} to REDISLOCK['QUEUES'] (configured: "
-                f"{', '.join(sorted(configured)) or 'none'}).",
                 id="django_redislock.E013",
             )
-        if self.options:
+            names = []
+        for name in sorted(set(names) - set(configured)):
             yield Error(
-                f"TASKS[{self.alias!r}]['OPTIONS'] has {', '.join(map(repr, self.options))}; "
+                f"{where}['QUEUES'] names {name!r}, which is not a queue in REDISLOCK['QUEUES'].",
+                hint=f"Add {name!r} to REDISLOCK['QUEUES'] (configured: "
+                f"{', '.join(configured) or 'none'}).",
+                id="django_redislock.E013",
+            )
+        if not isinstance(self.options, dict):
+            yield Error(
+                f"{where}['OPTIONS'] must be a dict, not {self.options!r:.60}.",
+                hint="RedisTaskBackend takes no options: leave OPTIONS out. Queue options "
+                "(LEASE, MAX_ATTEMPTS, ...) go in REDISLOCK['QUEUES'].",
+                id="django_redislock.E014",
+            )
+        elif self.options:
+            yield Error(
+                f"{where}['OPTIONS'] has {', '.join(map(repr, self.options))}; "
                 "RedisTaskBackend takes no options.",
                 hint="Queue options (LEASE, MAX_ATTEMPTS, ...) go in REDISLOCK['QUEUES'].",
                 id="django_redislock.E014",

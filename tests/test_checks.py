@@ -104,3 +104,36 @@ def test_manage_py_check_runs_the_task_backend_checks():
                             timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))  # fmt: skip
     assert result.returncode == 1, result.stderr
     assert result.stderr.count("django_redislock.E013") == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"LOCK_TTL": 0.001}, "django_redislock.E004"),  # expires during its own round trips
+        ({"LOCK_TTL": 400 * 86400}, "django_redislock.E004"),
+        ({"LOCK_TTL": 10**400}, "django_redislock.E004"),  # beyond a float: no crash
+        ({"LOCK_RETRY_DELAY": 0.0001}, "django_redislock.E004"),
+        ({"LOCK_RETRY_DELAY": 61}, "django_redislock.E004"),
+        ({"QUEUES": {"q": {"LEASE": 0.5}}}, "django_redislock.E009"),
+        ({"QUEUES": {"q": {"RESULT_TTL": 0.5}}}, "django_redislock.E009"),
+        ({"QUEUES": {"q": {"RESULT_TTL": 400 * 86400}}}, "django_redislock.E009"),
+        ({"QUEUES": {"q": {"MAX_ATTEMPTS": 0}}}, "django_redislock.E009"),
+        ({"QUEUES": {"q": {"MAX_ATTEMPTS": 1001}}}, "django_redislock.E009"),
+        ({"QUEUES": {"q": {"RETRY_BACKOFF": 0}}}, "django_redislock.E009"),
+        ({"QUEUES": {"q": {"LEASE": 10**400}}}, "django_redislock.E009"),
+    ],
+)
+def test_values_beyond_sane_bounds_are_reported(settings, value, expected):
+    settings.REDISLOCK = value
+    [error] = check_settings()
+    assert error.id == expected
+    assert ">" in error.msg  # the message says the bounds
+
+
+def test_values_at_the_bounds_pass(settings):
+    assert ids(settings, {"LOCK_TTL": 0.01, "LOCK_RETRY_DELAY": 0.001}) == []
+    options = {"LEASE": 1, "RESULT_TTL": 365 * 86400, "MAX_ATTEMPTS": 1, "RETRY_BACKOFF": 0.01}
+    assert ids(settings, {"QUEUES": {"default": options}}) == []
+    settings.REDISLOCK = {"QUEUES": {"q": {"LEASE": 0.5}}}
+    [error] = check_settings()
+    assert "1 to a year" in error.hint  # every queue option's bounds, where they are read

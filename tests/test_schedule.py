@@ -3,8 +3,10 @@ of catch-up runs after downtime unless asked; cron in TIME_ZONE."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import sys
 import threading
 from datetime import datetime, timezone
 from typing import Any
@@ -13,12 +15,15 @@ import pytest
 
 from django_redislock import get_queue, get_redis
 from django_redislock.checks import check_settings
+from django_redislock.exceptions import RedisUnavailable
 from django_redislock.schedule import Entry, Scheduler
+from django_redislock.testing import RedisServer
 from django_redislock.worker import Worker
 
 from .conftest import Backend, Processes
 from .test_worker import done, wait_for
 
+TASK = "tests.tasks.record"  # a @task in an installed app: the check resolves it
 T0 = 1_700_000_040.0  # in the past (jobs for its ticks are ready), a whole multiple of 60 s
 
 
@@ -106,16 +111,16 @@ def test_cron_ticks_in_time_zone(settings: Any) -> None:
     ("entry", "message"),
     [
         ({"every": 5}, "'task'"),
-        ({"task": "a.b"}, "exactly one of"),
-        ({"task": "a.b", "every": 5, "cron": "* * * * *"}, "exactly one of"),
-        ({"task": "a.b", "every": 0}, "'every'"),
-        ({"task": "a.b", "every": True}, "'every'"),
-        ({"task": "a.b", "cron": "every day"}, "not a valid cron"),
-        ({"task": "a.b", "every": 5, "args": 1}, "'args'"),
-        ({"task": "a.b", "every": 5, "priority": 101}, "'priority'"),
-        ({"task": "a.b", "every": 5, "catch_up": "yes"}, "'catch_up'"),
-        ({"task": "a.b", "every": 5, "at": 3}, "unknown option"),
-        ({"task": "a.b", "every": 5, "queue": "mail"}, "not in REDISLOCK['QUEUES']"),
+        ({"task": TASK}, "exactly one of"),
+        ({"task": TASK, "every": 5, "cron": "* * * * *"}, "exactly one of"),
+        ({"task": TASK, "every": 0}, "'every'"),
+        ({"task": TASK, "every": True}, "'every'"),
+        ({"task": TASK, "cron": "every day"}, "not a valid cron"),
+        ({"task": TASK, "every": 5, "args": 1}, "'args'"),
+        ({"task": TASK, "every": 5, "priority": 101}, "'priority'"),
+        ({"task": TASK, "every": 5, "catch_up": "yes"}, "'catch_up'"),
+        ({"task": TASK, "every": 5, "at": 3}, "unknown option"),
+        ({"task": TASK, "every": 5, "queue": "mail"}, "not in REDISLOCK['QUEUES']"),
     ],
 )
 def test_bad_entries_are_system_check_errors(settings: Any, entry: Any, message: str) -> None:
@@ -127,7 +132,7 @@ def test_bad_entries_are_system_check_errors(settings: Any, entry: Any, message:
 
 
 def test_bad_entry_names_are_system_check_errors(settings: Any) -> None:
-    settings.REDISLOCK = {"SCHEDULE": {"a{b}": {"task": "a.b", "every": 5}}}
+    settings.REDISLOCK = {"SCHEDULE": {"a{b}": {"task": TASK, "every": 5}}}
     assert [e.id for e in check_settings()] == ["django_redislock.E012"]
 
 
@@ -135,9 +140,9 @@ def test_good_entries_pass_the_check(settings: Any) -> None:
     settings.REDISLOCK = {
         "QUEUES": {"default": {}, "mail": {}},
         "SCHEDULE": {
-            "a": {"task": "a.b", "every": 0.5, "args": [1], "kwargs": {"x": 1}},
+            "a": {"task": TASK, "every": 0.5, "args": [1], "kwargs": {"x": 1}},
             "b": {
-                "task": "a.b",
+                "task": TASK,
                 "cron": "0 3 * * 1-5",
                 "queue": "mail",
                 "priority": 5,
@@ -146,6 +151,136 @@ def test_good_entries_pass_the_check(settings: Any) -> None:
         },
     }
     assert check_settings() == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"args": [object()]}, "JSON-serializable"),
+        ({"args": [{1, 2}]}, "JSON-serializable"),
+        ({"kwargs": {"x": {1}}}, "JSON-serializable"),
+        ({"kwargs": {1: "x"}}, "keys of 'kwargs'"),
+        ({"task": "tests.tasks.not_a_task"}, "not a task"),
+        ({"task": "tests.tasks.missing"}, "does not exist"),
+        ({"task": "subprocess.run"}, "not in an installed app"),
+        ({"every": 0.05}, "'every'"),
+        ({"every": 400 * 86400}, "'every'"),
+        ({"every": 10**400}, "'every'"),
+        ({"queue": ["mail"]}, "'queue'"),
+    ],
+)
+def test_entries_that_would_fail_every_tick_are_system_check_errors(
+    settings: Any, entry: Any, message: str
+) -> None:
+    settings.REDISLOCK = {"SCHEDULE": {"e": {"task": TASK, "every": 60, **entry}}}
+    [error] = check_settings()
+    assert error.id == "django_redislock.E012"
+    assert message in error.msg, error.msg
+    assert "0.1" in error.hint  # the bounds are documented where the error is read
+
+
+def test_without_the_tasks_framework_the_task_is_an_error_not_a_crash(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As on Django 5.2 without the backport: importing django_redislock.tasks raises
+    # ImproperlyConfigured.
+    from django_redislock.tasks import FRAMEWORK
+
+    monkeypatch.delitem(sys.modules, "django_redislock.tasks")
+    monkeypatch.setitem(sys.modules, f"{FRAMEWORK}.base", None)
+    settings.REDISLOCK = {"SCHEDULE": {"e": {"task": TASK, "every": 60}}}
+    [error] = check_settings()
+    assert error.id == "django_redislock.E012"
+    assert "pip install" in error.msg
+
+
+# --- one bad entry never stops the others (real server) ------------------------------------
+
+
+@pytest.fixture
+def two(redis_backend: Backend, settings: Any) -> Any:
+    def configure(first: dict[str, Any]) -> None:
+        settings.REDISLOCK = {
+            **settings.REDISLOCK,
+            "QUEUES": {"default": {}},
+            "SCHEDULE": {  # the bad entry first: it used to stop every entry after it
+                "bad": {"task": TASK, "every": 60, **first},
+                "good": {"task": TASK, "every": 60, "args": [2]},
+            },
+        }
+
+    return configure
+
+
+def good_ticks() -> list[str]:
+    return [i for i in job_ids() if i.startswith("schedule:good:")]
+
+
+def errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize("args", [[object()], [{1, 2}]])
+def test_an_entry_with_args_that_are_not_json_never_stops_the_others(
+    two: Any, args: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    two({"args": args})
+    with caplog.at_level(logging.ERROR, "django_redislock"):
+        scheduler = Scheduler()
+        for k in range(4):
+            scheduler.run_pending(T0 + 60 * k)
+    assert good_ticks() == [f"schedule:good:{round((T0 + 60 * k) * 1000)}" for k in (1, 2, 3)]
+    [error] = errors(caplog)  # once, when the worker starts: it never runs
+    assert "'bad'" in error
+    assert "JSON" in error
+
+
+def test_an_entry_failing_at_its_ticks_is_logged_once_per_tick(
+    two: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    two({"queue": "mail"})  # not in QUEUES: get_queue raises at each tick
+    scheduler = Scheduler()
+    with caplog.at_level(logging.ERROR, "django_redislock"):
+        for now in (T0, T0 + 60, T0 + 60.5, T0 + 61, T0 + 120):
+            assert scheduler.run_pending(now) == pytest.approx(60 - now % 60)
+    assert len(good_ticks()) == 2
+    logged = errors(caplog)
+    assert len(logged) == 3  # T0, T0 + 60 (looked at three times), T0 + 120
+    assert all("'bad'" in line and "mail" in line for line in logged)
+
+
+def test_a_redis_error_of_one_entry_never_stops_the_others(
+    two: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    two({})
+    scheduler = Scheduler()
+    scheduler.run_pending(T0)
+    claim = get_queue().key("tick:bad")
+    get_redis().delete(claim)
+    get_redis().hset(claim, "x", 1)  # GET of the claim now fails with WRONGTYPE
+    with caplog.at_level(logging.ERROR, "django_redislock"):
+        scheduler.run_pending(T0 + 60)
+    assert len(good_ticks()) == 1
+    [error] = errors(caplog)
+    assert "'bad'" in error
+    assert "WRONGTYPE" in error
+    get_redis().delete(claim)
+    scheduler.run_pending(T0 + 120)  # repaired: it starts again at its next tick
+    scheduler.run_pending(T0 + 180)
+    assert f"schedule:bad:{round((T0 + 180) * 1000)}" in job_ids()
+
+
+def test_redis_unreachable_for_every_entry_is_raised_for_the_backoff(settings: Any) -> None:
+    with RedisServer() as server:
+        settings.REDISLOCK = {
+            "URL": server.url,
+            "SCHEDULE": {"a": {"task": TASK, "every": 60}, "b": {"task": TASK, "every": 60}},
+        }
+        scheduler = Scheduler()
+        scheduler.run_pending(T0)
+        server.stop()
+        with pytest.raises(RedisUnavailable):
+            scheduler.run_pending(T0 + 60)
 
 
 # --- three worker processes with the same SCHEDULE, on a real server ------------------------

@@ -1,0 +1,136 @@
+"""System checks of ``REDISLOCK['QUEUES']`` and ``REDISLOCK['SCHEDULE']``: what would fail
+at each job or tick is reported by ``manage.py check`` instead."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.checks import Error
+
+from .check_values import QUEUE_NAME_RE, Bounds, error, short
+from .conf import QUEUE_DEFAULTS, conf
+
+# A lease shorter than a second expires while a busy worker still runs the job (then it runs
+# twice); a result kept less than a second is gone before anyone reads it.
+QUEUE_BOUNDS = {
+    "LEASE": Bounds(1),
+    "MAX_ATTEMPTS": Bounds(1, maximum=1000, whole=True),
+    "RETRY_BACKOFF": Bounds(0, above=True),
+    "RESULT_TTL": Bounds(1),
+}
+QUEUE_BOUNDS_WHY = (
+    "LEASE and RESULT_TTL are seconds from 1 to a year, RETRY_BACKOFF seconds above 0, "
+    "MAX_ATTEMPTS a whole number from 1 to 1000."
+)
+assert set(QUEUE_BOUNDS) == set(QUEUE_DEFAULTS)
+# Ticks closer than this keep the scheduler doing nothing but Redis round trips.
+EVERY_BOUNDS = Bounds(0.1)
+SCHEDULE_HINT = (
+    "Options: task (the path of a @task in an installed app), every (seconds, 0.1 to a "
+    "year) or cron, and optionally args (a JSON list), kwargs (a JSON object), queue, "
+    "priority, catch_up."
+)
+
+
+def check_queues(value: Any) -> Iterable[Error]:
+    if not isinstance(value, dict):
+        yield error(
+            "REDISLOCK['QUEUES'] must be a dict of queue name to options.",
+            "For example {'default': {'LEASE': 300}}.",
+            3,
+        )
+        return
+    for name, options in value.items():
+        if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
+            yield error(
+                f"REDISLOCK['QUEUES'] has an invalid queue name {name!r}.",
+                "Use 1-64 characters from letters, digits and _ . -",
+                9,
+            )
+            continue
+        if not isinstance(options, dict):
+            yield error(
+                f"REDISLOCK['QUEUES'][{name!r}] must be a dict of options.",
+                f"Known options: {', '.join(QUEUE_DEFAULTS)}.",
+                9,
+            )
+            continue
+        for option, option_value in options.items():
+            where = f"REDISLOCK['QUEUES'][{name!r}][{option!r}]"
+            if option not in QUEUE_BOUNDS:
+                yield error(
+                    f"{where} is not a known queue option.",
+                    f"Known options: {', '.join(QUEUE_DEFAULTS)}.",
+                    9,
+                )
+                continue
+            bounds = QUEUE_BOUNDS[option]
+            if not bounds.is_number(option_value) or not bounds.contains(option_value):
+                yield error(
+                    f"{where} is {short(option_value)}; it must be {bounds.describe()}.",
+                    f"The default is {QUEUE_DEFAULTS[option]!r}. {QUEUE_BOUNDS_WHY}",
+                    9,
+                )
+
+
+def check_schedule(value: Any) -> Iterable[Error]:
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        yield error(
+            "REDISLOCK['SCHEDULE'] must be a dict of entry name to a dict of options.",
+            "For example {'sweep': {'task': 'shop.tasks.sweep', 'every': 60}}.",
+            12,
+        )
+        return
+    from .schedule import Entry
+
+    queues = conf.QUEUE_NAMES
+    for name, options in value.items():
+        where = f"REDISLOCK['SCHEDULE'][{name!r}]"
+        if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
+            yield error(
+                f"{where}: an entry name must be 1-64 letters, digits, '_', '.' or '-'.",
+                "For example 'sweep-unpaid'.",
+                12,
+            )
+            continue
+        try:
+            entry = Entry.from_setting(name, options)
+        except ValueError as exc:
+            yield error(f"{where}: {exc}.", SCHEDULE_HINT, 12)
+            continue
+        if entry.every is not None and not EVERY_BOUNDS.contains(entry.every):
+            yield error(
+                f"{where}: 'every' is {entry.every:g}; it must be {EVERY_BOUNDS.describe()}.",
+                SCHEDULE_HINT,
+                12,
+            )
+        if entry.queue not in queues:
+            yield error(
+                f"{where} names the queue {entry.queue!r}, which is not in REDISLOCK['QUEUES'].",
+                f"Add {entry.queue!r} to REDISLOCK['QUEUES'] or set 'queue' to one of "
+                f"{', '.join(map(repr, queues)) or 'none'}.",
+                12,
+            )
+        problem = _task_problem(entry.task)
+        if problem:
+            yield error(f"{where}: {problem}", SCHEDULE_HINT, 12)
+
+
+def _task_problem(path: str) -> str | None:
+    """Why the worker would refuse to run ``path``, or None when it is a @task of an
+    installed app."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        # Lazily: on Django 5.2 without the Tasks backport, importing tasks raises.
+        from .tasks import InvalidTask, resolve_task
+    except ImproperlyConfigured as exc:
+        return f"its task cannot run: {exc}"
+    try:
+        resolve_task(path)
+    except InvalidTask as exc:
+        return str(exc)
+    except Exception as exc:  # the task's module itself fails to import
+        return f"importing {path!r} raised {type(exc).__name__}: {exc}"
+    return None
