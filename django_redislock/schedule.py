@@ -229,7 +229,7 @@ class Scheduler:
                 wait = self.run_pending()
                 delay = 0.1
             except RedisUnavailable as exc:
-                logger.warning("Scheduler: Redis is unreachable (%s).", exc)
+                logger.warning("Scheduler: %s.", exc)
                 wait, delay = delay, min(delay * 2, 5.0)
             except Exception:  # a bad entry or a bug must not stop the worker
                 logger.exception("Scheduler failed; retrying.")

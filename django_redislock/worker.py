@@ -38,6 +38,7 @@ from django.db import close_old_connections
 
 from .conf import conf
 from .connection import UNAVAILABLE, call, get_redis, is_cluster
+from .durability import redis_durability_warnings
 from .exceptions import RedisUnavailable
 from .queue import Job, Queue, get_queue
 from .queue_channel import Channel
@@ -127,6 +128,8 @@ class Worker:
         """Work until stopped (or, with ``burst``, until nothing is ready). Raises
         RedisUnavailable when Redis cannot be reached at start."""
         self.heartbeat()  # fails fast, and clearly, when Redis is unreachable at start
+        for warning in redis_durability_warnings(self.client):  # eviction, no persistence
+            logger.warning("%s (%s) %s", warning.msg, warning.id, warning.hint or "")
         self._install_signals()
         keeper = threading.Thread(target=self._keep_loop, name="redislock-keeper", daemon=True)
         keeper.start()

@@ -396,3 +396,20 @@ def test_redis_errors_are_not_wrapped_twice(caplog: pytest.LogCaptureFixture) ->
         assert worker._guarded(step) is False
     (record,) = caplog.records
     assert record.getMessage().count("unreachable") == 1
+
+
+def test_the_worker_warns_at_start_when_redis_may_evict(
+    redis_backend: Backend, queues: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    queues()
+    client = get_redis()
+    before = client.config_get("maxmemory-policy")["maxmemory-policy"]
+    client.config_set("maxmemory-policy", "allkeys-lru")
+    try:
+        with caplog.at_level(logging.WARNING, logger="django_redislock"):
+            drain()
+    finally:
+        client.config_set("maxmemory-policy", before)
+    warnings = [r.getMessage() for r in caplog.records if "W001" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "allkeys-lru" in warnings[0]
