@@ -49,11 +49,12 @@ class _Entry:
         owner = self.owner()
         if owner is None:
             return "its owner is gone"
-        if isinstance(owner, threading.Thread):
-            return None if owner.is_alive() else f"its thread {owner.name!r} ended"
-        if owner.done():
-            return f"its asyncio task {owner.get_name()!r} ended"
-        return None
+        try:
+            if isinstance(owner, threading.Thread):
+                return None if owner.is_alive() else f"its thread {owner.name!r} ended"
+            return f"its asyncio task {owner.get_name()!r} ended" if owner.done() else None
+        except Exception:  # e.g. a dummy thread (not started by threading) that cannot tell
+            return None
 
 
 class Renewer:

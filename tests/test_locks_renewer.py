@@ -187,3 +187,34 @@ def test_a_reentrant_hold_outlives_its_first_instance_in_a_live_thread(backend, 
     assert abandoned == []
     with pytest.raises(LockNotOwned):
         again.release()
+
+
+class _CannotTell(threading.Thread):
+    """A thread that cannot say whether it is alive (as a dummy thread may not)."""
+
+    def is_alive(self) -> bool:
+        raise RuntimeError("cannot tell")
+
+
+def test_an_owner_that_cannot_tell_whether_it_lives_is_kept(backend, abandoned):
+    done, results = threading.Event(), []
+
+    def holder() -> None:
+        with Lock("cannot-tell", ttl=0.3, auto_renew=True) as lock:
+            done.wait(10)
+            results.append(lock.owned())
+
+    thread = _CannotTell(target=holder)
+    thread.start()
+    other = Lock("other", ttl=0.3, auto_renew=True)
+    assert other.acquire(0)
+    time.sleep(0.3 * 4)
+    try:
+        assert not Lock("cannot-tell", ttl=1).acquire(0)
+        assert other.owned(), "the renewer thread must survive the question"
+    finally:
+        done.set()
+        thread.join(10)
+        other.release()
+    assert results == [True]
+    assert abandoned == []
