@@ -218,3 +218,12 @@ def test_an_owner_that_cannot_tell_whether_it_lives_is_kept(backend, abandoned):
         other.release()
     assert results == [True]
     assert abandoned == []
+
+
+def test_a_with_block_keeps_its_unnamed_lock_renewed(backend, abandoned):
+    with Lock("unnamed", ttl=0.3, auto_renew=True):  # no name bound to the Lock object
+        gc.collect()
+        time.sleep(0.3 * 4)
+        assert not Lock("unnamed", ttl=1).acquire(0)
+    assert not Lock("unnamed").locked()
+    assert abandoned == []
