@@ -98,7 +98,8 @@ async def run_script(
     try:
         try:
             return await client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-        except NoScriptError:
+        except NoScriptError as missing:
+            missing.__traceback__ = None  # see connection.run_script
             return await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
     except (*UNAVAILABLE, OSError) as exc:
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc

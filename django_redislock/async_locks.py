@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from secrets import token_hex
-from threading import get_ident
+from threading import current_thread, get_ident
 from types import TracebackType
 from typing import Any
 
@@ -71,7 +71,7 @@ class AsyncLock(LockBase):
             if self.wait_replicas:
                 await asyncio.to_thread(self.confirm_replicas, hold)
             if self.auto_renew:
-                _renewer.renewer.add(self, hold)
+                _renewer.renewer.add(self, hold, asyncio.current_task() or current_thread())
         except BaseException:
             # Cancelled, Redis lost, a receiver failed...: leave the queue and free whatever
             # this token may hold, even if this task is being cancelled.

@@ -261,7 +261,10 @@ def run_script(client: Any, script: LuaScript, keys: Sequence[Any], args: Sequen
     """Run a Lua script in one round trip (loading it first only when the server lacks it)."""
     try:
         return _execute(client, ("EVALSHA", script.sha, len(keys), *keys, *args))
-    except NoScriptError:
+    except NoScriptError as missing:
+        # fakeredis keeps the error it raised; with its traceback it would keep the caller's
+        # stack (a Lock that should be garbage-collected, say) alive.
+        missing.__traceback__ = None
         return _execute(client, ("EVAL", script.source, len(keys), *keys, *args))
 
 

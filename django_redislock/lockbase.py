@@ -159,7 +159,8 @@ class LockBase:
 
     def _forget(self, owner: tuple[Any, ...]) -> None:
         hold = self._holds.pop(owner, None)
-        if hold is not None and self.auto_renew:
+        # A reentrant hold may be released by another instance than the auto_renew one.
+        if hold is not None and (self.auto_renew or self.reentrant):
             _renewer.renewer.discard(hold)
 
     def _reenter(self, owner: tuple[Any, ...], hold: Hold) -> bool:

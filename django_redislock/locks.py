@@ -6,7 +6,7 @@ import contextlib
 import logging
 import time
 from secrets import token_hex
-from threading import get_ident
+from threading import current_thread, get_ident
 from types import TracebackType
 from typing import Any
 
@@ -54,7 +54,7 @@ class Lock(LockBase):
             if self.wait_replicas:
                 self.confirm_replicas(hold)
             if self.auto_renew:
-                _renewer.renewer.add(self, hold)
+                _renewer.renewer.add(self, hold, current_thread())
         except BaseException:
             self._roll_back(owner, token)
             raise

@@ -213,17 +213,30 @@ class Redlock:
         return True
 
     def release(self) -> None:
-        """Release the lock on every node; LockNotOwned if no node held it for this owner."""
+        """Release the lock on every node. LockNotOwned unless a majority released it: it had
+        expired or been taken on the others, or they did not answer (there it expires)."""
         hold = self._holds.pop(_owner(), None)
         if hold is None:
             raise self._not_owned("release")
         replies = self._reachable(self._release(hold[0]), "release")
-        if not any(type(r) is int and r > 0 for r in replies):
-            if hold[1] > time.monotonic():
-                self._lost("release")
-            raise self._not_owned("release")
+        released = sum(1 for r in replies if type(r) is int and r > 0)
+        if released < self.quorum:
+            self._released_on_a_minority(hold[1], released, replies)
         if lock_released.receivers:
             lock_released.send(type(self), lock=self, name=self.name)
+
+    def _released_on_a_minority(self, end: float, released: int, replies: list[Any]) -> None:
+        gone = sum(1 for r in replies if r == 0)  # nodes that surely did not hold it
+        failed = len(replies) - released - gone
+        if end > time.monotonic() and gone > len(replies) - self.quorum:
+            self._lost("release")  # it should still have been held on a majority
+        raise LockNotOwned(
+            f"Cannot release Redlock {self.name!r}: only {released} of its {len(replies)} "
+            f"nodes still held it for this owner, fewer than a majority ({self.quorum}); "
+            f"{gone} no longer held it and {failed} could not be reached (there it expires "
+            "with its TTL).",
+            self.name,
+        )
 
     def extend(self, ttl: float | None = None) -> None:
         """Reset the TTL to ``ttl`` seconds (default: the lock's ttl) on a majority of nodes,

@@ -1,5 +1,9 @@
 """One background thread per process keeps every ``auto_renew`` lock alive: at a third of
-each lock's TTL it extends all the locks due, in one pipeline per Redis client."""
+each lock's TTL it extends all the locks due, in one pipeline per Redis client.
+
+It renews a hold only while somebody can still release it: its owner (the thread, or the
+asyncio task, that acquired it) is alive and, unless the lock is reentrant, its ``Lock``
+object still exists. A hold abandoned so is no longer renewed, and ends within its TTL."""
 
 from __future__ import annotations
 
@@ -7,11 +11,14 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .connection import UNAVAILABLE
 from .scripts import EXTEND
+from .signals import lock_abandoned
 
 if TYPE_CHECKING:
     from .lockbase import Hold, LockBase
@@ -19,16 +26,49 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+class _Entry:
+    """A hold to renew, and what tells whether anybody can still release it."""
+
+    __slots__ = ("cls", "hold", "lock", "name", "owner")
+
+    def __init__(self, lock: LockBase, hold: Hold, owner: Any) -> None:
+        self.hold = hold
+        self.name = lock.name
+        self.cls = type(lock)
+        # A reentrant hold belongs to its thread (any instance there releases it), so it keeps
+        # its instance; any other hold dies with its instance, which alone could release it.
+        self.lock: Callable[[], LockBase | None] = (
+            (lambda: lock) if lock.reentrant else weakref.ref(lock)
+        )
+        self.owner = weakref.ref(owner)
+
+    def abandoned(self) -> str | None:
+        """Why nobody can release this hold any more, or None while somebody can."""
+        if self.lock() is None:
+            return "its Lock object was garbage-collected without a release"
+        owner = self.owner()
+        if owner is None:
+            return "its owner is gone"
+        try:
+            if isinstance(owner, threading.Thread):
+                return None if owner.is_alive() else f"its thread {owner.name!r} ended"
+            return f"its asyncio task {owner.get_name()!r} ended" if owner.done() else None
+        except Exception:  # e.g. a dummy thread (not started by threading) that cannot tell
+            return None
+
+
 class Renewer:
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[LockBase, Hold]] = {}
+        self._entries: dict[int, _Entry] = {}
         self._due: dict[int, float] = {}
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def add(self, lock: LockBase, hold: Hold) -> None:
+    def add(self, lock: LockBase, hold: Hold, owner: Any) -> None:
+        """Keep ``hold`` alive while ``owner`` (a Thread, or an asyncio Task) is alive and,
+        unless ``lock`` is reentrant, ``lock`` exists."""
         with self._cond:
-            self._entries[id(hold)] = (lock, hold)
+            self._entries[id(hold)] = _Entry(lock, hold, owner)
             self._due[id(hold)] = time.monotonic() + lock.lock_ttl / 3
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
@@ -43,27 +83,62 @@ class Renewer:
             self._due.pop(id(hold), None)
 
     def _run(self) -> None:
-        while True:
+        while self._wait_until_due():
+            self._round()
+
+    def _wait_until_due(self) -> bool:
+        """Sleep until a hold is due; False (the thread ends) when none is left."""
+        with self._cond:
+            while True:
+                if not self._due:
+                    self._thread = None
+                    return False
+                wait = min(self._due.values()) - time.monotonic()
+                if wait <= 0:
+                    return True
+                self._cond.wait(wait)
+
+    def _round(self) -> None:
+        # A method of its own so that no local outlives the round: a Lock object must not be
+        # kept alive by the renewer while it sleeps.
+        with self._cond:
+            batch, abandoned = self._take_due(time.monotonic())
+        try:
+            for entry, reason in abandoned:
+                self._abandon(entry, reason)
+            self._renew(batch)
+        except Exception:
+            # The thread must outlive any failure, or every auto-renew lock would expire.
+            logger.exception("Renewing %d lock(s) failed; retrying in a second.", len(batch))
             with self._cond:
-                while True:
-                    if not self._due:
-                        self._thread = None
-                        return
-                    now = time.monotonic()
-                    wait = min(self._due.values()) - now
-                    if wait <= 0:
-                        break
-                    self._cond.wait(wait)
-                batch = [self._entries[k] for k, due in self._due.items() if due <= now]
-            try:
-                self._renew(batch)
-            except Exception:
-                # The thread must outlive any failure, or every auto-renew lock would expire.
-                logger.exception("Renewing %d lock(s) failed; retrying in a second.", len(batch))
-                with self._cond:
-                    for _, hold in batch:
-                        if id(hold) in self._due:
-                            self._due[id(hold)] = time.monotonic() + 1.0
+                for _, hold in batch:
+                    if id(hold) in self._due:
+                        self._due[id(hold)] = time.monotonic() + 1.0
+
+    def _take_due(self, now: float) -> tuple[list[tuple[LockBase, Hold]], list[tuple[_Entry, str]]]:
+        """The due holds to renew, and the due ones nobody can release any more (dropped)."""
+        batch, abandoned = [], []
+        for key in [k for k, due in self._due.items() if due <= now]:
+            entry = self._entries[key]
+            lock = entry.lock()  # kept alive until it is renewed
+            reason = entry.abandoned()
+            if lock is not None and reason is None:
+                batch.append((lock, entry.hold))
+            else:
+                del self._entries[key], self._due[key]
+                abandoned.append((entry, reason or "its Lock object was garbage-collected"))
+        return batch, abandoned
+
+    def _abandon(self, entry: _Entry, reason: str) -> None:
+        # Not deleted: the owner may have been cut off mid-work, so the lock keeps guarding
+        # what it guarded for the rest of its TTL, like a crashed process's lock.
+        entry.hold.lost = True
+        logger.warning("Stopped renewing lock %r: %s. It ends within its TTL.", entry.name, reason)
+        for receiver, error in lock_abandoned.send_robust(
+            entry.cls, lock=entry.lock(), name=entry.name, reason=reason
+        ):
+            if error is not None:
+                logger.error("lock_abandoned receiver %r failed: %r", receiver, error)
 
     def _renew(self, batch: list[tuple[LockBase, Hold]]) -> None:
         by_client: dict[int, list[tuple[LockBase, Hold]]] = defaultdict(list)

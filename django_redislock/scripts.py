@@ -5,7 +5,7 @@ shard's index included, shares one hash tag and every script runs on Redis Clust
 
     base l:<name>    string  the lock: "<token>|<acquired ms>|<fence>|<pid>|<host>", PX TTL
     base q:<name>    zset    waiters: token -> arrival number (FIFO)
-    base f:<name>    string  fencing counter (INCR; never expires, so tokens never repeat)
+    base f:<name>    string  the last fence handed out (never expires; see ``next_fence``)
     base a:<token>   string  a waiter's registration: "<ttl ms>|<fencing 0/1>|<pid>|<host>"
                              with a short PX; a waiter that dies simply lets it lapse
     base w:<token>   list    a waiter's wake-up: the releaser pushes the fence it handed over
@@ -47,6 +47,19 @@ local function names_of(index)
   return string.sub(index, 1, -6) .. 'names'
 end
 
+-- Hands out the next fence of a lock: above every earlier one, and never below the server's
+-- clock in microseconds, so that a restart or failover that lost the counter cannot hand out
+-- small fences again. Returns it as an integer string (a Lua number would be written as
+-- "1.8e+15") and as a number (exact: about 1.8e15 < 2^53) for the reply.
+local function next_fence(counter)
+  local t = redis.call('TIME')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local f = math.max((tonumber(redis.call('GET', counter) or '0') or 0) + 1, clock)
+  local text = string.format('%.0f', f)
+  redis.call('SET', counter, text)
+  return text, f
+end
+
 local function handoff(lock, waiters, index, fence, name, base, now)
   for _ = 1, 64 do
     local head = redis.call('ZPOPMIN', waiters)[1]
@@ -54,8 +67,8 @@ local function handoff(lock, waiters, index, fence, name, base, now)
     local reg = redis.call('GETDEL', base .. 'a:' .. head)
     if reg then
       local ttl, fencing, ident = string.match(reg, '^(%d+)|(%d)|(.*)$')
-      local f = 0
-      if fencing == '1' then f = redis.call('INCR', fence) end
+      local f = '0'
+      if fencing == '1' then f = next_fence(fence) end
       redis.call('SET', lock, head .. now .. '|' .. f .. '|' .. ident, 'PX', ttl)
       redis.call('ZADD', index, now + tonumber(ttl), name)
       redis.call('ZADD', names_of(index), 0, name)
@@ -92,8 +105,9 @@ local function take()
   local f = 0
   if fencing == '1' then
     if redis.call('EXISTS', lock) == 1 then return nil end
-    f = redis.call('INCR', fence)
-    redis.call('SET', lock, tok .. now .. '|' .. f .. '|' .. owner, 'PX', ttl)
+    local text
+    text, f = next_fence(fence)
+    redis.call('SET', lock, tok .. now .. '|' .. text .. '|' .. owner, 'PX', ttl)
   elseif not redis.call('SET', lock, tok .. now .. '|0|' .. owner, 'NX', 'PX', ttl) then
     return nil
   end

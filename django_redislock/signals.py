@@ -14,3 +14,8 @@ lock_busy = Signal()
 #: A held lock was found lost: its TTL ran out or another owner took it over (seen by the
 #: auto-renewer, by ``extend`` or by ``release``).
 lock_lost = Signal()
+#: An ``auto_renew`` lock's owner went away without releasing it (its thread or asyncio task
+#: ended, or its ``Lock`` object was garbage-collected), so the renewer stopped renewing it
+#: and it ends within its TTL. ``lock`` is None when it was garbage-collected. Extra:
+#: ``reason``.
+lock_abandoned = Signal()

@@ -478,3 +478,68 @@ def test_constructing_touches_no_redis(settings):
         lock.extend(1)
     with pytest.raises(RedisUnavailable):
         lock.acquire(0)
+
+
+def test_release_on_fewer_than_a_majority_raises_and_reports_the_loss(group):
+    lost: list[str] = []
+    lock_lost.connect(receiver := lambda sender, name, **kwargs: lost.append(name))
+    try:
+        lock = Redlock("minority-release", ttl=30)
+        assert lock.acquire(0)
+        majority = len(group) // 2 + 1
+        for server in group[:majority]:  # e.g. restarted without persistence, or evicted
+            raw(server).delete(lock.keys[0])
+        with pytest.raises(LockNotOwned, match=r"only \d of its \d nodes") as info:
+            lock.release()
+        assert info.value.lock_name == "minority-release"
+        assert f"only {len(group) - majority} of its {len(group)} nodes" in str(info.value)
+        assert lost == ["minority-release"]
+        assert holding(group, lock) == 0, "released on the nodes that still had it"
+        with pytest.raises(LockNotOwned):
+            lock.release()  # the hold is gone, as after any release
+    finally:
+        lock_lost.disconnect(receiver)
+
+
+def test_release_on_a_bare_majority_succeeds(group):
+    lock = Redlock("majority-release", ttl=30)
+    assert lock.acquire(0)
+    for server in group[: len(group) // 2]:  # a minority lost it
+        raw(server).delete(lock.keys[0])
+    lock.release()
+    assert holding(group, lock) == 0
+
+
+@pytest.mark.parametrize(
+    ("count", "down", "released"), [(3, 2, False), (5, 3, False), (5, 2, True)]
+)
+def test_release_with_nodes_down(five, settings, count, down, released):
+    group = five[:count]
+    settings.REDISLOCK = {"REDLOCK_NODES": [server.url for server in group]}
+    lost: list[str] = []
+    lock_lost.connect(receiver := lambda sender, name, **kwargs: lost.append(name))
+    try:
+        lock = Redlock("down-release", ttl=30)
+        assert lock.acquire(0)
+        take_down(group[:down])
+        if released:
+            lock.release()
+        else:
+            with pytest.raises(LockNotOwned, match="could not be reached") as info:
+                lock.release()
+            assert info.value.lock_name == "down-release"
+        assert lost == [], "nodes that did not answer may still hold it: not reported lost"
+        assert holding(group, lock) == 0, "released on every node that answered"
+    finally:
+        lock_lost.disconnect(receiver)
+
+
+def test_release_twice_is_not_owned(three):
+    lock = Redlock("twice", ttl=5)
+    assert lock.acquire(0)
+    lock.release()
+    with pytest.raises(LockNotOwned) as info:
+        lock.release()
+    assert info.value.lock_name == "twice"
+    with pytest.raises(LockNotOwned), Redlock("twice", ttl=5) as held:
+        held.release()  # released in the body: the exit's release is not owned

@@ -1,0 +1,229 @@
+"""No immortal locks: the auto-renewer keeps a hold alive only while somebody can still release
+it. A hold whose ``Lock`` object was garbage-collected, or whose thread or asyncio task ended
+(by an exception, say), is no longer renewed and ends within its TTL, so another client gets
+the lock; a hold whose owner lives on is renewed for as long as it is held."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from django_redislock import AsyncLock, Lock
+from django_redislock.exceptions import LockNotOwned
+from django_redislock.signals import lock_abandoned, lock_lost
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TTL = 0.5
+# What the other client waits beyond the TTL: the hold may have been renewed just before its
+# owner went away, and the box is shared and loaded.
+MARGIN = 1.5
+
+
+@pytest.fixture
+def abandoned() -> Iterator[list[dict[str, Any]]]:
+    seen: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, **kwargs: Any) -> None:
+        seen.append({"sender": sender, **kwargs})
+
+    lock_abandoned.connect(receiver)
+    yield seen
+    lock_abandoned.disconnect(receiver)
+
+
+@pytest.fixture
+def lost() -> Iterator[list[str]]:
+    names: list[str] = []
+
+    def receiver(sender: Any, name: str, **kwargs: Any) -> None:
+        names.append(name)
+
+    lock_lost.connect(receiver)
+    yield names
+    lock_lost.disconnect(receiver)
+
+
+@pytest.fixture
+def quiet_thread_errors(monkeypatch: pytest.MonkeyPatch) -> list[BaseException | None]:
+    """The exceptions that ended threads, kept instead of reported as test failures."""
+    errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    return errors
+
+
+def taken_by_another_client_within_the_ttl(name: str) -> bool:
+    start = time.monotonic()
+    other = Lock(name, ttl=5)
+    if not other.acquire(TTL + MARGIN):
+        return False
+    other.release()
+    return time.monotonic() - start <= TTL + MARGIN
+
+
+def test_a_collected_lock_is_no_longer_renewed(backend, abandoned, lost, caplog):
+    lock = Lock("collected", ttl=TTL, auto_renew=True)
+    assert lock.acquire(0)
+    time.sleep(TTL)  # renewed meanwhile
+    assert lock.owned()
+    del lock  # never released: nobody can release it any more
+    gc.collect()
+    with caplog.at_level(logging.WARNING, logger="django_redislock.renewer"):
+        assert taken_by_another_client_within_the_ttl("collected")
+    assert [(a["name"], a["lock"]) for a in abandoned] == [("collected", None)]
+    assert abandoned[0]["sender"] is Lock
+    assert "garbage-collected" in abandoned[0]["reason"]
+    assert "Stopped renewing lock 'collected'" in caplog.text
+    assert lost == [], "an abandoned lock is not reported lost"
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_thread_that_raised_leaves_its_lock_to_expire(
+    backend, reentrant, abandoned, quiet_thread_errors
+):
+    kept: list[Lock] = []  # the Lock object outlives its thread
+
+    def holder() -> None:
+        lock = Lock("thread-died", ttl=TTL, auto_renew=True, reentrant=reentrant)
+        kept.append(lock)
+        assert lock.acquire(0)
+        raise RuntimeError("the job failed without releasing")
+
+    thread = threading.Thread(target=holder, name="doomed-holder")
+    thread.start()
+    thread.join(10)
+    assert [type(e) for e in quiet_thread_errors] == [RuntimeError]
+    assert kept[0].locked()
+    assert taken_by_another_client_within_the_ttl("thread-died")
+    assert abandoned[0]["lock"] is kept[0]
+    assert abandoned[0]["reason"] == "its thread 'doomed-holder' ended"
+
+
+def test_an_asyncio_task_that_raised_leaves_its_lock_to_expire(backend, abandoned):
+    async def main() -> float:
+        kept: list[AsyncLock] = []
+
+        async def holder() -> None:
+            lock = AsyncLock("task-died", ttl=TTL, auto_renew=True)
+            kept.append(lock)
+            assert await lock.acquire(0)
+            raise RuntimeError("the job failed without releasing")
+
+        task = asyncio.create_task(holder(), name="doomed-task")
+        with pytest.raises(RuntimeError):
+            await task
+        start = time.monotonic()
+        other = AsyncLock("task-died", ttl=5)
+        assert await other.acquire(TTL + MARGIN), "the dead task's lock is renewed forever"
+        await other.release()
+        assert abandoned[0]["lock"] is kept[0]  # the task and its lock object both live on
+        return time.monotonic() - start
+
+    assert run(main()) <= TTL + MARGIN
+    assert abandoned[0]["reason"] == "its asyncio task 'doomed-task' ended"
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_a_live_thread_keeps_its_lock_past_several_ttls(backend, abandoned):
+    done, results = threading.Event(), []
+
+    def holder() -> None:
+        with Lock("thread-alive", ttl=0.3, auto_renew=True) as lock:
+            done.wait(10)
+            results.append(lock.owned())
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    time.sleep(0.3 * 4)
+    try:
+        assert not Lock("thread-alive", ttl=1).acquire(0)
+    finally:
+        done.set()
+        thread.join(10)
+    assert results == [True]
+    assert abandoned == []
+
+
+def test_a_live_task_keeps_its_lock_past_several_ttls(backend, abandoned):
+    async def main() -> None:
+        async def holder(done: asyncio.Event) -> bool:
+            async with AsyncLock("task-alive", ttl=0.3, auto_renew=True) as lock:
+                await done.wait()
+                return await lock.owned()
+
+        done = asyncio.Event()
+        task = asyncio.create_task(holder(done))
+        await asyncio.sleep(0.3 * 4)
+        assert not await AsyncLock("task-alive", ttl=1).acquire(0)
+        done.set()
+        assert await task
+
+    run(main())
+    assert abandoned == []
+
+
+def test_a_reentrant_hold_outlives_its_first_instance_in_a_live_thread(backend, lost, abandoned):
+    # Any instance re-enters and releases a reentrant hold of its thread, so it is renewed as
+    # long as the thread lives, even once the instance that took it is gone.
+    assert Lock("reentered", ttl=0.3, auto_renew=True, reentrant=True).acquire(0)
+    gc.collect()
+    time.sleep(0.3 * 4)
+    again = Lock("reentered", ttl=0.3, reentrant=True)
+    assert again.owned()
+    again.release()  # by an instance without auto_renew: the renewer must let go all the same
+    assert not again.locked()
+    time.sleep(0.3)
+    assert lost == [], "a released hold must not be renewed, then reported lost"
+    assert abandoned == []
+    with pytest.raises(LockNotOwned):
+        again.release()
+
+
+class _CannotTell(threading.Thread):
+    """A thread that cannot say whether it is alive (as a dummy thread may not)."""
+
+    def is_alive(self) -> bool:
+        raise RuntimeError("cannot tell")
+
+
+def test_an_owner_that_cannot_tell_whether_it_lives_is_kept(backend, abandoned):
+    done, results = threading.Event(), []
+
+    def holder() -> None:
+        with Lock("cannot-tell", ttl=0.3, auto_renew=True) as lock:
+            done.wait(10)
+            results.append(lock.owned())
+
+    thread = _CannotTell(target=holder)
+    thread.start()
+    other = Lock("other", ttl=0.3, auto_renew=True)
+    assert other.acquire(0)
+    time.sleep(0.3 * 4)
+    try:
+        assert not Lock("cannot-tell", ttl=1).acquire(0)
+        assert other.owned(), "the renewer thread must survive the question"
+    finally:
+        done.set()
+        thread.join(10)
+        other.release()
+    assert results == [True]
+    assert abandoned == []
+
+
+def test_a_with_block_keeps_its_unnamed_lock_renewed(backend, abandoned):
+    with Lock("unnamed", ttl=0.3, auto_renew=True):  # no name bound to the Lock object
+        gc.collect()
+        time.sleep(0.3 * 4)
+        assert not Lock("unnamed", ttl=1).acquire(0)
+    assert not Lock("unnamed").locked()
+    assert abandoned == []
