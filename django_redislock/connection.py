@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import select
+import socket
 import threading
 import time
 import weakref
@@ -22,6 +24,8 @@ from redis.exceptions import NoScriptError, ReadOnlyError
 from .conf import conf
 from .exceptions import RedisUnavailable
 from .scripts import LuaScript
+
+logger = logging.getLogger(__name__)
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError)
@@ -119,11 +123,24 @@ class _Dedicated:
             _give_back_one(self.pool)
 
     def execute(self, args: tuple[Any, ...]) -> Any:
-        conn = self.conn
         now = time.monotonic()
         if now - self.used > IDLE_CHECK_SECONDS:
             self._drop_if_stale()
         self.used = now
+        # A connection that worked before may have been closed under us (a Redis restart, a
+        # failover, a proxy): the command did not reach the new server, so it is sent once
+        # more on a new connection. A connection made for this command is not retried.
+        if self.conn._sock is not None and args[0] not in BLOCKING:
+            try:
+                return self._execute(args)
+            except RedisUnavailable as exc:
+                if isinstance(exc.__cause__, (redis.TimeoutError, socket.timeout)):
+                    raise  # it may have run: never twice
+                logger.debug("Redis connection lost; sending %s again once.", args[0])
+        return self._execute(args)
+
+    def _execute(self, args: tuple[Any, ...]) -> Any:
+        conn = self.conn
         try:
             conn.send_packed_command(self.pack(args), check_health=False)
             if self.spin and args[0] not in BLOCKING:

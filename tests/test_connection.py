@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from redis.cluster import RedisCluster
@@ -201,3 +203,28 @@ def test_spin_wait_zero_always_sleeps(settings, redis_server):
     assert held is not None
     assert held.spin == 0
     assert held.poller is None
+
+
+def test_the_first_command_after_a_redis_restart_goes_through(settings: Any) -> None:
+    import asyncio
+
+    from django_redislock import AsyncLock, Lock, get_queue
+    from django_redislock.testing import RedisServer
+
+    with RedisServer() as server:
+        settings.REDISLOCK = {"URL": server.url}
+        with Lock("before", ttl=5):
+            pass
+        get_queue().enqueue("tests.tasks.record", args=[1])
+
+        async def take() -> bool:
+            async with AsyncLock("async", ttl=5) as lock:
+                return await lock.owned()
+
+        assert asyncio.run(take())
+        for _ in range(2):
+            server.restart()
+            with Lock("after", ttl=5) as lock:  # no RedisUnavailable: sent again once
+                assert lock.owned()
+            assert get_queue().enqueue("tests.tasks.record", args=[2]).state == "ready"
+            assert asyncio.run(take())
