@@ -68,6 +68,8 @@ class Channel:
                 self._send(False, args, finished)
                 if len(self.pending) > BACKLOG:
                     self._read_until(lambda: len(self.pending) <= BACKLOG // 2)
+                else:  # the replies that are in already
+                    self._read_until(lambda: not self.conn.can_read(timeout=0))
             except RedisUnavailable as exc:
                 logger.debug("Could not tell Redis of started/finished jobs: %s", exc)
 

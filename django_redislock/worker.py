@@ -102,15 +102,13 @@ class Worker:
         self.finished_since = 0.0
         self.job_started = 0.0
         self.held = threading.Lock()  # guards ahead and finished
-        # One job at a time: each queue's starts, acknowledgements and fetches go out in
-        # order on a connection of the worker's own. Serving one queue, the next fetch is
-        # sent before the jobs ahead run out, and read when they have.
-        self.channels = (
-            {q: Channel(q, self.id, self._warn_lost, self._unfinish) for q in self.queues}
-            if concurrency == 1
-            else {}
-        )
-        self.flight = self.channels[self.queues[0]] if len(self.channels) == 1 else None
+        # Each queue's acknowledgements (and, one job at a time, starts and fetches) go out
+        # in order on a connection of the worker's own. Serving one queue one job at a
+        # time, the next fetch is sent before the jobs ahead run out, and read when they have.
+        self.channels = {
+            q: Channel(q, self.id, self._warn_lost, self._unfinish) for q in self.queues
+        }
+        self.flight = self.channels[self.queues[0]] if concurrency == len(queues) == 1 else None
         self.changed = threading.Condition()
         self.stopping = threading.Event()
         self.exiting = threading.Event()  # set once drained: the keeper renews until then
@@ -351,8 +349,8 @@ class Worker:
             self.active[(queue.name, job.id)] = (queue, job)
         if inline:
             self.started_jobs += 1
-        channel = self.channels.get(queue)
-        if channel is not None:  # charge its attempt, and acknowledge those before it
+        channel = self.channels[queue]
+        if inline:  # leased ahead: charge its attempt now, and acknowledge those before it
             with self.held:
                 finished = self.finished.pop(queue, [])
             channel.note(finished, [job])
@@ -364,7 +362,7 @@ class Worker:
             except InvalidTask as exc:
                 logger.error("Job %s in %r cannot run: %s", job.id, queue.name, exc)
                 invalid, trace = exc, traceback.format_exc()
-                self._settle(channel, lambda: queue.bury(job, invalid, trace))
+                self._settle(channel if inline else None, lambda: queue.bury(job, invalid, trace))
                 self.failed += 1
                 return time.monotonic() - start
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: the task's own
@@ -372,13 +370,16 @@ class Worker:
                 logger.info("Job %s (%s) in %r failed: %s", job.id, job.task, queue.name,
                             type(exc).__name__)  # fmt: skip
                 error, trace = exc, traceback.format_exc()
-                self._settle(channel, lambda: queue.fail(job, error, trace))
+                self._settle(channel if inline else None, lambda: queue.fail(job, error, trace))
                 self.failed += 1
                 return time.monotonic() - start
-            with self.held:  # acknowledged with the next start or fetch, or by the keeper
-                if not self.finished:
-                    self.finished_since = time.monotonic()
-                self.finished.setdefault(queue, []).append((job, value))
+            if inline:  # acknowledged with the next start or fetch, or by the keeper
+                with self.held:
+                    if not self.finished:
+                        self.finished_since = time.monotonic()
+                    self.finished.setdefault(queue, []).append((job, value))
+            else:  # at once, so that no finished job depends on this process living on
+                channel.note([(job, value)])
             self.processed += 1
             return time.monotonic() - start
         finally:
@@ -446,15 +447,7 @@ class Worker:
         """Send the acknowledgements of finished jobs (not waiting for the replies); those
         that cannot be sent are put back, to be sent again."""
         for queue, done in finished.items():
-            channel = self.channels.get(queue)
-            if channel is not None:
-                channel.note(done)
-                continue
-            try:
-                self._warn_lost(queue.fetch(0, worker=self.id, finished=done)[2])
-            except BaseException:
-                self._unfinish(queue, done)
-                raise
+            self.channels[queue].note(done)
 
     def _release(self, ahead: list[tuple[Queue, Job]]) -> None:
         for queue in self.queues:

@@ -227,8 +227,9 @@ def test_a_ready_job_with_an_unparsable_priority_sweeps_cleanly(
 # --- 3. an attempt is charged when its job starts -----------------------------------------
 
 
+@pytest.mark.parametrize("concurrency", [1, 3])
 def test_a_job_that_kills_its_worker_buries_only_itself(
-    real_backend: Backend, queues: Any, processes: Processes
+    real_backend: Backend, queues: Any, processes: Processes, concurrency: int
 ) -> None:
     queue = queues(LEASE=1, MAX_ATTEMPTS=3, RETRY_BACKOFF=0.05, RESULT_TTL=600)
     queue.enqueue_many(quick_jobs(12))
@@ -237,7 +238,7 @@ def test_a_job_that_kills_its_worker_buries_only_itself(
     deaths = 0
     while queue.get("killer").state != "dead":
         assert deaths < 6, "the killer was never buried"
-        worker = processes.start(run_worker)
+        worker = processes.start(run_worker, concurrency)
         worker.join(30)
         assert worker.exitcode == -signal.SIGKILL
         deaths += 1
@@ -247,7 +248,7 @@ def test_a_job_that_kills_its_worker_buries_only_itself(
     assert killer.attempts == 3
     assert "lease ran out" in killer.error
     assert len(killer.errors) == 1  # the last attempt's: it was buried then
-    processes.start(run_worker)
+    processes.start(run_worker, concurrency)
     wait_for(lambda: {d["n"] for d in done()} == set(range(42)))
     wait_for(lambda: queue.counts()["running"] == 0 and queue.counts()["ready"] == 0)
     assert [job.id for job in queue.jobs("dead")] == ["killer"]
