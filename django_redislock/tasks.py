@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import suppress
 from datetime import datetime, timezone
+from functools import lru_cache
 from importlib import import_module
 from typing import Any
 
@@ -31,7 +33,7 @@ from django.utils import timezone as django_timezone
 
 from .conf import conf
 from .exceptions import JobNotFound
-from .queue import Job, get_queue
+from .queue import AttemptError, Job, get_queue
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 try:
@@ -39,6 +41,8 @@ try:
     _backends: Any = import_module(f"{FRAMEWORK}.backends.base")
     _signals: Any = import_module(f"{FRAMEWORK}.signals")
     _exceptions: Any = import_module(f"{FRAMEWORK}.exceptions")
+    _json: Any = import_module("django.utils.json" if FRAMEWORK == "django.tasks" else
+                               "django_tasks.utils")  # fmt: skip
 except ImportError as exc:  # Django 5.2 without the backport
     raise ImproperlyConfigured(
         "The django-redislock job queue runs Django Tasks; on Django 5.2 install the "
@@ -51,6 +55,9 @@ TaskResultStatus = _base.TaskResultStatus
 TaskContext = _base.TaskContext
 TaskError = _base.TaskError
 TaskResultDoesNotExist = _exceptions.TaskResultDoesNotExist
+# The framework's own "this task cannot be enqueued" (renamed InvalidTask in Django 6).
+FrameworkInvalidTask = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
+normalize_json = _json.normalize_json
 
 _STATUS = {
     "ready": TaskResultStatus.READY,
@@ -58,7 +65,10 @@ _STATUS = {
     "running": TaskResultStatus.RUNNING,
     "dead": TaskResultStatus.FAILED,
     "done": TaskResultStatus.SUCCESSFUL,
+    "unknown": TaskResultStatus.FAILED,  # not a hash in Redis: the worker buries it
 }
+NOT_A_TASK = "The job's payload is not a JSON task description."
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class InvalidTask(Exception):
@@ -99,10 +109,14 @@ def _when(epoch_ms: int) -> datetime | None:
 
 
 def _errors(job: Job) -> list[Any]:
-    if not job.error:
-        return []
-    return [TaskError(exception_class_path=job.error_class or "builtins.Exception",
-                      traceback=job.traceback or job.error)]  # fmt: skip
+    """One ``TaskError`` per failed attempt, oldest first. An attempt that raised nothing
+    (its lease ran out; a failure recorded as text) has no class: ``Exception`` stands in,
+    as ``TaskError.exception_class`` must import one; its text is the traceback."""
+    errors = job.errors
+    if not errors and job.error:  # buried before any attempt ran, or stored without history
+        errors = (AttemptError(job.error, job.error_class, job.traceback),)
+    return [TaskError(exception_class_path=error.error_class or "builtins.Exception",
+                      traceback=error.traceback or error.error) for error in errors]  # fmt: skip
 
 
 def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
@@ -126,13 +140,56 @@ def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
     return result
 
 
+def _restored(task: Any, job: Job, fallback: str | None) -> Any:
+    """``task`` as ``job`` was enqueued: priority, queue, and from the job's metadata the
+    backend alias and ``run_after``. If that alias is gone or no longer takes the queue, the
+    ``fallback`` alias's; if nothing validates, the task as declared."""
+    changes: dict[str, Any] = {}
+    if job.priority != task.priority:
+        changes["priority"] = job.priority
+    if job.queue != task.queue_name:
+        changes["queue_name"] = job.queue
+    alias, run_after = job.meta.get("backend"), job.meta.get("run_after")
+    if isinstance(alias, str) and alias != task.backend:
+        changes["backend"] = alias
+    if isinstance(run_after, str):
+        with suppress(ValueError):
+            changes["run_after"] = datetime.fromisoformat(run_after)
+    if not changes:
+        return task
+    tries = [changes]
+    if fallback is not None and fallback != changes.get("backend", task.backend):
+        tries.append({**changes, "backend": fallback})
+    for attempt in tries:
+        try:
+            return task.using(**attempt)
+        except (FrameworkInvalidTask, ImproperlyConfigured):
+            continue
+    return task
+
+
+@lru_cache(maxsize=256)
+def _refused(path: str, reason: str) -> Callable[..., Any]:
+    """A stand-in for the function of a job the worker refuses: named after the job's path
+    (so its result's ``task.module_path`` is what was enqueued), raising why if called.
+    Cached: the results of one job compare equal."""
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise InvalidTask(reason)
+
+    module, _, name = path.rpartition(".")
+    refused.__module__ = module
+    refused.__name__ = refused.__qualname__ = name or "<no task>"
+    return refused
+
+
 def run_job(job: Job) -> str:
     """Run a leased job as its task, sending the framework's ``task_started`` and
     ``task_finished`` signals; returns the return value as JSON. Raises InvalidTask when it
     must not run (or its value cannot be kept), else whatever the task raised."""
     if not job.task:
-        raise InvalidTask("The job's payload is not a JSON task description.")
-    task = resolve_task(job.task)
+        raise InvalidTask(NOT_A_TASK)
+    task = _restored(resolve_task(job.task), job, None)
     now = django_timezone.now()
     result = task_result(job, task, task.backend, TaskResultStatus.RUNNING)
     object.__setattr__(result, "started_at", now)
@@ -167,7 +224,8 @@ def run_job(job: Job) -> str:
 
 class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
     """Tasks on the django-redislock queues: defer (``run_after``), priority, async task
-    functions and ``get_result`` from any process."""
+    functions and ``get_result`` from any process. ``QUEUES: []`` takes any queue of
+    ``REDISLOCK['QUEUES']``."""
 
     supports_defer = True
     supports_async_task = True
@@ -176,22 +234,44 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         self.validate_task(task)
+        path = task.module_path
+        try:  # what the worker would refuse is refused here, before anything is written
+            declared = resolve_task(path)
+        except InvalidTask as exc:
+            raise FrameworkInvalidTask(f"The worker would not run this task: {exc}") from exc
+        if declared.func is not task.func:
+            raise FrameworkInvalidTask(
+                f"{path!r} is another task than this one: the worker would run that one."
+            )
+        try:
+            queue = get_queue(task.queue_name)
+        except ImproperlyConfigured as exc:  # TASKS QUEUES [] lets any name through
+            raise FrameworkInvalidTask(str(exc)) from exc
+        try:  # the framework's rules, then as the worker will see them (keys become str)
+            args, kwargs = json.loads(_dumps(normalize_json([args, kwargs])))
+        except TypeError as exc:
+            raise TypeError(f"Task arguments must be JSON-serializable: {exc}") from exc
+        meta: dict[str, Any] = {}
+        if self.alias != declared.backend:
+            meta["backend"] = self.alias
         run_after = task.run_after
-        if run_after is not None and django_timezone.is_naive(run_after):
-            run_after = django_timezone.make_aware(run_after)
-        job = get_queue(task.queue_name).enqueue(
-            task.module_path, args, kwargs, at=run_after, priority=task.priority
+        if run_after is not None:
+            meta["run_after"] = run_after.isoformat()
+            if django_timezone.is_naive(run_after):
+                run_after = django_timezone.make_aware(run_after)
+        job = queue.enqueue(
+            path, args, kwargs, at=run_after, priority=task.priority, meta=meta or None
         )
         result = TaskResult(
             task=task,
             id=job.id,
             status=TaskResultStatus.READY,
-            enqueued_at=django_timezone.now(),
+            enqueued_at=_when(job.enqueued),  # Redis's clock, as get_result reads it
             started_at=None,
             finished_at=None,
             last_attempted_at=None,
-            args=job.args,
-            kwargs=job.kwargs,
+            args=args,
+            kwargs=kwargs,
             backend=self.alias,
             errors=[],
             worker_ids=[],
@@ -202,17 +282,25 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
     def get_result(self, result_id: str) -> Any:
         if not isinstance(result_id, str):
             raise TypeError(f"result_id must be a str, not {type(result_id).__name__}.")
-        for name in sorted(self.queues):
+        configured = conf.QUEUES
+        names = self.queues & configured.keys() if self.queues else configured
+        for name in sorted(names):
             try:
                 job = get_queue(name).get(result_id)
             except JobNotFound:
                 continue
-            try:
-                task = resolve_task(job.task).using(priority=job.priority, queue_name=name)
-            except InvalidTask as exc:
-                raise TaskResultDoesNotExist(f"{result_id}: {exc}") from exc
-            return task_result(job, task, self.alias)
+            return self._result(job)
         raise TaskResultDoesNotExist(result_id)
+
+    def _result(self, job: Job) -> Any:
+        try:
+            if not job.task:
+                raise InvalidTask(NOT_A_TASK)
+            task = _restored(resolve_task(job.task), job, self.alias)
+        except InvalidTask as exc:  # a job the worker refuses: its result all the same
+            task = self.task_class(func=_refused(job.task, str(exc)), priority=job.priority,
+                                   backend=self.alias, queue_name=job.queue)  # fmt: skip
+        return task_result(job, task, task.backend)
 
     def check(self, **kwargs: Any) -> Iterable[CheckMessage]:
         yield from super().check(**kwargs)
