@@ -200,8 +200,8 @@ def run_job(job: Job) -> str:
             value = task.call(TaskContext(task_result=result), *job.args, **job.kwargs)
         else:
             value = task.call(*job.args, **job.kwargs)
-        try:
-            text = json.dumps(value)
+        try:  # normalised as the framework's own backends do (tuples, bytes, mappings)
+            text = _dumps(normalize_json(value))
         except (TypeError, ValueError) as exc:
             raise InvalidTask(
                 f"{job.task} returned a value that is not JSON-serializable ({exc})."
