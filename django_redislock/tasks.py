@@ -183,6 +183,21 @@ def _refused(path: str, reason: str) -> Callable[..., Any]:
     return refused
 
 
+def _arguments(args: Any, kwargs: Any) -> tuple[Any, Any]:
+    """A task's arguments as the worker will receive them: what the framework's
+    ``normalize_json`` accepts (tuples, bytes, any mapping or sequence), through JSON (dict
+    keys become strings)."""
+    try:
+        try:  # plain JSON types, the usual case: json's C encoder checks them at once
+            text = _dumps([args, kwargs])
+        except TypeError:
+            text = _dumps(normalize_json([args, kwargs]))
+    except TypeError as exc:
+        raise TypeError(f"Task arguments must be JSON-serializable: {exc}") from exc
+    args, kwargs = json.loads(text)
+    return args, kwargs
+
+
 def run_job(job: Job) -> str:
     """Run a leased job as its task, sending the framework's ``task_started`` and
     ``task_finished`` signals; returns the return value as JSON. Raises InvalidTask when it
@@ -232,6 +247,19 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
     supports_get_result = True
     supports_priority = True
 
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        self._validated: set[Any] = set()
+
+    def validate_task(self, task: Any) -> None:
+        # The framework inspects the function's signature every time: a task that passed is
+        # remembered (not with run_after, whose check reads USE_TZ).
+        if task in self._validated:
+            return
+        super().validate_task(task)
+        if task.run_after is None and len(self._validated) < 1000:
+            self._validated.add(task)
+
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         self.validate_task(task)
         path = task.module_path
@@ -247,10 +275,7 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
             queue = get_queue(task.queue_name)
         except ImproperlyConfigured as exc:  # TASKS QUEUES [] lets any name through
             raise FrameworkInvalidTask(str(exc)) from exc
-        try:  # the framework's rules, then as the worker will see them (keys become str)
-            args, kwargs = json.loads(_dumps(normalize_json([args, kwargs])))
-        except TypeError as exc:
-            raise TypeError(f"Task arguments must be JSON-serializable: {exc}") from exc
+        args, kwargs = _arguments(args, kwargs)
         meta: dict[str, Any] = {}
         if self.alias != declared.backend:
             meta["backend"] = self.alias
