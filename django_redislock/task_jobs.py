@@ -168,15 +168,20 @@ def stand_in(path: str, reason: str) -> Callable[..., Any]:
     return refused
 
 
+def to_json(value: Any) -> str:
+    """``value`` as JSON text, accepting what the framework's ``normalize_json`` accepts
+    (tuples, bytes, any mapping or sequence); TypeError or ValueError otherwise."""
+    try:  # plain JSON types, the usual case: json's C encoder checks them at once
+        return dumps(value)
+    except TypeError:
+        return dumps(normalize_json(value))
+
+
 def arguments(args: Any, kwargs: Any) -> tuple[Any, Any]:
-    """A task's arguments as the worker will receive them: what the framework's
-    ``normalize_json`` accepts (tuples, bytes, any mapping or sequence), through JSON (dict
-    keys become strings)."""
+    """A task's arguments as the worker will receive them: normalised as the framework
+    does, then through JSON (dict keys become strings)."""
     try:
-        try:  # plain JSON types, the usual case: json's C encoder checks them at once
-            text = dumps([args, kwargs])
-        except TypeError:
-            text = dumps(normalize_json([args, kwargs]))
+        text = to_json([args, kwargs])
     except TypeError as exc:
         raise TypeError(f"Task arguments must be JSON-serializable: {exc}") from exc
     args, kwargs = json.loads(text)

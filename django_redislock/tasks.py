@@ -41,14 +41,13 @@ from .task_jobs import (
     TaskResultDoesNotExist,
     TaskResultStatus,
     arguments,
-    dumps,
     framework_backends,
-    normalize_json,
     resolve_task,
     restored,
     signals,
     stand_in,
     task_result,
+    to_json,
     when,
 )
 
@@ -73,7 +72,7 @@ def run_job(job: Job) -> str:
         else:
             value = task.call(*job.args, **job.kwargs)
         try:  # normalised as the framework's own backends do (tuples, bytes, mappings)
-            text = dumps(normalize_json(value))
+            text = to_json(value)
         except (TypeError, ValueError) as exc:
             raise InvalidTask(
                 f"{job.task} returned a value that is not JSON-serializable ({exc})."
