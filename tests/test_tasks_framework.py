@@ -36,7 +36,7 @@ from django_redislock.tasks import RedisTaskBackend, run_job
 from django_redislock.worker import Worker
 
 from . import task_examples as examples
-from .conftest import Backend
+from .conftest import Backend, Processes
 
 BACKEND = "django_redislock.tasks.RedisTaskBackend"
 LOGGER = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
@@ -224,10 +224,55 @@ def test_validation_on_enqueue(tasks: Backend) -> None:
         examples.noop.using(queue_name="unknown_queue")
     with pytest.raises(InvalidTask, match="run_after must be an aware datetime"):
         examples.noop.using(run_after=datetime.now())
-    with pytest.raises(InvalidTask, match="priority must be a whole number"):
-        examples.noop.using(priority=101)
+    for priority in (101, -101, 3.1):
+        with pytest.raises(InvalidTask, match="priority must be a whole number"):
+            examples.noop.using(priority=priority)
     with pytest.raises(InvalidTask, match="must be defined at a module level"):
         task()(lambda: None)
+
+
+def test_validation_on_enqueue_with_other_settings(tasks: Backend, settings: Any) -> None:
+    task_ = examples.noop.using(queue_name="queue-1")
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": ["default"]}}
+    with pytest.raises(InvalidTask, match="Queue 'queue-1' is not valid for backend"):
+        task_.enqueue()
+    with pytest.raises(InvalidTask, match="Queue 'queue-1' is not valid for backend"):
+        asyncio.run(task_.aenqueue())
+
+
+@pytest.mark.processes
+def test_results_from_another_process(tasks: Backend, processes: Processes) -> None:
+    """A result read in one process equals the one returned in another."""
+    sent = processes.queue()
+    child = processes.start(_enqueue_and_send, sent)
+    result_id, enqueued_at, args = sent.get(timeout=30)
+    child.join(30)
+    assert child.exitcode == 0
+    result = examples.echo.get_result(result_id)
+    assert (result.enqueued_at, result.args) == (enqueued_at, args)
+    assert result.task == examples.echo.using(priority=4)
+
+
+def _enqueue_and_send(sent: Any) -> None:
+    result = examples.echo.using(priority=4).enqueue((1, "two"), {"3": 4.5})
+    sent.put((result.id, result.enqueued_at, result.args))
+
+
+def test_ready_order(tasks: Backend) -> None:
+    """Priority first, and a run_after in the future keeps a task out of the ready set. In
+    one priority, tasks run in the order they became ready (the database backend orders by
+    run_after there)."""
+    now = timezone.now()
+    old = examples.noop.using(priority=20, run_after=now - timedelta(hours=2)).enqueue()
+    older = examples.noop.using(priority=20, run_after=now - timedelta(hours=10)).enqueue()
+    examples.noop.using(run_after=now + timedelta(hours=10)).enqueue()
+    examples.noop.using(priority=10, run_after=now + timedelta(hours=10)).enqueue()
+    high = examples.noop.using(priority=10).enqueue()
+    low = examples.noop.using(priority=2).enqueue()
+    lower = examples.noop.using(priority=-2).enqueue()
+    ready = [job.id for job in get_queue().peek(10)]
+    assert ready == [old.id, older.id, high.id, low.id, lower.id]
+    assert get_queue().counts()["scheduled"] == 2
 
 
 # --- QUEUES = [] (issue 12, point 7) -------------------------------------------------------
@@ -286,9 +331,13 @@ def test_run_after(tasks: Backend) -> None:
     assert result.task.run_after is not None  # still what it was enqueued with
 
 
-def test_failing_task(tasks: Backend) -> None:
+def test_failing_task(tasks: Backend, caplog: pytest.LogCaptureFixture) -> None:
     result = examples.broken.enqueue()
-    run_worker()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        run_worker()
+    [failed] = [r for r in caplog.records if r.name == LOGGER and r.levelno == logging.ERROR]
+    assert "state=FAILED" in failed.getMessage()
+    assert result.id in failed.getMessage()
     result.refresh()
     assert_ran(result, TaskResultStatus.FAILED)
     with pytest.raises(ValueError, match="Task failed"):
