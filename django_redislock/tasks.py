@@ -125,12 +125,14 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             raise FrameworkInvalidTask(f"The worker would not run this task: {exc}") from exc
         if declared.func is not task.func:
             raise FrameworkInvalidTask(
-                f"{path!r} is another task than this one: the worker would run that one."
+                f"{path!r} names another task: the worker would run that one, not this one."
             )
         try:
             queue = get_queue(task.queue_name)
-        except ImproperlyConfigured as exc:  # TASKS QUEUES [] lets any name through
-            raise FrameworkInvalidTask(str(exc)) from exc
+        except ImproperlyConfigured as exc:
+            if task.queue_name in conf.QUEUES:  # a connection setting, not the queue
+                raise
+            raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
         args, kwargs = arguments(args, kwargs)
         meta: dict[str, Any] = {}
         if self.alias != declared.backend:

@@ -115,3 +115,17 @@ def undecorated() -> None:
 # A Task whose name in its module still refers to the plain function: the worker, which
 # imports the task by that name, would not find a task there.
 undecorated_task = task()(undecorated)
+
+
+@task()
+def redefined() -> str:
+    return "first"
+
+
+# The name now refers to a second task: the worker, importing "redefined", runs that one.
+first_redefined = redefined
+
+
+@task()
+def redefined() -> str:
+    return "second"

@@ -451,6 +451,8 @@ def test_enqueue_refuses_what_the_worker_would_refuse(tasks: Backend) -> None:
         examples.undecorated_task.enqueue()
     with pytest.raises(InvalidTask, match="not in an installed app"):
         task()(_orphan).enqueue()
+    with pytest.raises(InvalidTask, match="names another task"):
+        examples.first_redefined.enqueue()
     assert get_queue().counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
 
 
