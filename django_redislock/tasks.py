@@ -6,12 +6,14 @@ The framework is ``django.tasks`` on Django 6 and the ``django-tasks`` backport 
     TASKS = {"default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend",
                          "QUEUES": ["default"]}}
 
-A task's ``queue_name`` is the name of a queue in ``REDISLOCK['QUEUES']``; ``run_queue_worker``
-runs it. Results (return value, errors, times, the worker of each attempt) are kept for the
-queue's ``RESULT_TTL`` after the task finishes.
+A task's ``queue_name`` is the name of a queue in ``REDISLOCK['QUEUES']`` (``QUEUES: []``:
+any of them); ``run_queue_worker`` runs it. Results (return value, every attempt's error,
+times, the worker of each attempt) are kept for the queue's ``RESULT_TTL`` after the task
+finishes.
 
 This module is also where the worker turns a job into a task call (``run_job``): the only
-thing it will ever call is a task object made by ``@task`` in an installed app.
+thing it will ever call is a task object made by ``@task`` in an installed app
+(``task_jobs.resolve_task``).
 """
 
 from __future__ import annotations
@@ -19,12 +21,8 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Iterable
-from datetime import datetime, timezone
-from importlib import import_module
 from typing import Any
 
-import django
-from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone as django_timezone
@@ -32,98 +30,28 @@ from django.utils import timezone as django_timezone
 from .conf import conf
 from .exceptions import JobNotFound
 from .queue import Job, get_queue
+from .task_jobs import (
+    FRAMEWORK,
+    NOT_A_TASK,
+    FrameworkInvalidTask,
+    InvalidTask,
+    TaskContext,
+    TaskError,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    arguments,
+    framework_backends,
+    resolve_task,
+    restored,
+    signals,
+    stand_in,
+    task_result,
+    to_json,
+    when,
+)
 
-FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
-try:
-    _base: Any = import_module(f"{FRAMEWORK}.base")
-    _backends: Any = import_module(f"{FRAMEWORK}.backends.base")
-    _signals: Any = import_module(f"{FRAMEWORK}.signals")
-    _exceptions: Any = import_module(f"{FRAMEWORK}.exceptions")
-except ImportError as exc:  # Django 5.2 without the backport
-    raise ImproperlyConfigured(
-        "The django-redislock job queue runs Django Tasks; on Django 5.2 install the "
-        "backport: pip install 'django-redislock[tasks]'."
-    ) from exc
-
-Task = _base.Task
-TaskResult = _base.TaskResult
-TaskResultStatus = _base.TaskResultStatus
-TaskContext = _base.TaskContext
-TaskError = _base.TaskError
-TaskResultDoesNotExist = _exceptions.TaskResultDoesNotExist
-
-_STATUS = {
-    "ready": TaskResultStatus.READY,
-    "scheduled": TaskResultStatus.READY,
-    "running": TaskResultStatus.RUNNING,
-    "dead": TaskResultStatus.FAILED,
-    "done": TaskResultStatus.SUCCESSFUL,
-}
-
-
-class InvalidTask(Exception):
-    """The job cannot be run as a task (not a registered task, not JSON, or a return value
-    that is not JSON): it goes to the dead set, never retried."""
-
-
-_resolved: dict[str, Any] = {}
-
-
-def resolve_task(path: str) -> Any:
-    """The task object at ``path``. Only an object that ``@task`` made, in a module of an
-    installed app: a path read from Redis never imports or runs anything else."""
-    found = _resolved.get(path)
-    if found is None:
-        found = _resolved[path] = _resolve(path)
-    return found
-
-
-def _resolve(path: str) -> Any:
-    module_name, _, attr = path.rpartition(".")
-    if not module_name or not any(
-        module_name == app.name or module_name.startswith(app.name + ".")
-        for app in apps.get_app_configs()
-    ):
-        raise InvalidTask(f"{path!r} is not in an installed app; the worker will not import it.")
-    try:
-        obj = getattr(import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise InvalidTask(f"{path!r} does not exist ({exc}).") from exc
-    if not isinstance(obj, Task):
-        raise InvalidTask(f"{path!r} is not a task: decorate the function with @task.")
-    return obj
-
-
-def _when(epoch_ms: int) -> datetime | None:
-    return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc) if epoch_ms else None
-
-
-def _errors(job: Job) -> list[Any]:
-    if not job.error:
-        return []
-    return [TaskError(exception_class_path=job.error_class or "builtins.Exception",
-                      traceback=job.traceback or job.error)]  # fmt: skip
-
-
-def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
-    """The ``TaskResult`` of ``job`` as the queue holds it."""
-    result = TaskResult(
-        task=task,
-        id=job.id,
-        status=status or _STATUS.get(job.state, TaskResultStatus.READY),
-        enqueued_at=_when(job.enqueued),
-        started_at=_when(job.started),
-        finished_at=_when(job.finished),
-        last_attempted_at=_when(job.started),
-        args=job.args,
-        kwargs=job.kwargs,
-        backend=backend,
-        errors=_errors(job),
-        worker_ids=list(job.workers),
-    )
-    if job.result is not None:
-        object.__setattr__(result, "_return_value", json.loads(job.result))
-    return result
+__all__ = ["FRAMEWORK", "InvalidTask", "RedisTaskBackend", "resolve_task", "run_job"]
 
 
 def run_job(job: Job) -> str:
@@ -131,20 +59,20 @@ def run_job(job: Job) -> str:
     ``task_finished`` signals; returns the return value as JSON. Raises InvalidTask when it
     must not run (or its value cannot be kept), else whatever the task raised."""
     if not job.task:
-        raise InvalidTask("The job's payload is not a JSON task description.")
-    task = resolve_task(job.task)
+        raise InvalidTask(NOT_A_TASK)
+    task = restored(resolve_task(job.task), job, None)
     now = django_timezone.now()
     result = task_result(job, task, task.backend, TaskResultStatus.RUNNING)
     object.__setattr__(result, "started_at", now)
     object.__setattr__(result, "last_attempted_at", now)
-    _signals.task_started.send(RedisTaskBackend, task_result=result)
+    signals.task_started.send(RedisTaskBackend, task_result=result)
     try:
         if task.takes_context:
             value = task.call(TaskContext(task_result=result), *job.args, **job.kwargs)
         else:
             value = task.call(*job.args, **job.kwargs)
-        try:
-            text = json.dumps(value)
+        try:  # normalised as the framework's own backends do (tuples, bytes, mappings)
+            text = to_json(value)
         except (TypeError, ValueError) as exc:
             raise InvalidTask(
                 f"{job.task} returned a value that is not JSON-serializable ({exc})."
@@ -156,63 +84,24 @@ def run_job(job: Job) -> str:
         path = f"{cls.__module__}.{cls.__qualname__}"
         trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
         result.errors.append(TaskError(exception_class_path=path, traceback=trace))
-        _signals.task_finished.send(RedisTaskBackend, task_result=result)
+        signals.task_finished.send(RedisTaskBackend, task_result=result)
         raise
     object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
     object.__setattr__(result, "finished_at", django_timezone.now())
     object.__setattr__(result, "_return_value", json.loads(text))
-    _signals.task_finished.send(RedisTaskBackend, task_result=result)
+    signals.task_finished.send(RedisTaskBackend, task_result=result)
     return text
 
 
-class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
+class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc]
     """Tasks on the django-redislock queues: defer (``run_after``), priority, async task
-    functions and ``get_result`` from any process."""
+    functions and ``get_result`` from any process. ``QUEUES: []`` takes any queue of
+    ``REDISLOCK['QUEUES']``."""
 
     supports_defer = True
     supports_async_task = True
     supports_get_result = True
     supports_priority = True
-
-    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
-        self.validate_task(task)
-        run_after = task.run_after
-        if run_after is not None and django_timezone.is_naive(run_after):
-            run_after = django_timezone.make_aware(run_after)
-        job = get_queue(task.queue_name).enqueue(
-            task.module_path, args, kwargs, at=run_after, priority=task.priority
-        )
-        result = TaskResult(
-            task=task,
-            id=job.id,
-            status=TaskResultStatus.READY,
-            enqueued_at=django_timezone.now(),
-            started_at=None,
-            finished_at=None,
-            last_attempted_at=None,
-            args=job.args,
-            kwargs=job.kwargs,
-            backend=self.alias,
-            errors=[],
-            worker_ids=[],
-        )
-        _signals.task_enqueued.send(type(self), task_result=result)
-        return result
-
-    def get_result(self, result_id: str) -> Any:
-        if not isinstance(result_id, str):
-            raise TypeError(f"result_id must be a str, not {type(result_id).__name__}.")
-        for name in sorted(self.queues):
-            try:
-                job = get_queue(name).get(result_id)
-            except JobNotFound:
-                continue
-            try:
-                task = resolve_task(job.task).using(priority=job.priority, queue_name=name)
-            except InvalidTask as exc:
-                raise TaskResultDoesNotExist(f"{result_id}: {exc}") from exc
-            return task_result(job, task, self.alias)
-        raise TaskResultDoesNotExist(result_id)
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         # The framework builds backends inside its own system check: a QUEUES of the wrong
@@ -223,6 +112,85 @@ class RedisTaskBackend(_backends.BaseTaskBackend):  # type: ignore[misc]
         ):
             params = {**params, "QUEUES": []}
         super().__init__(alias, params)
+        self._validated: set[Any] = set()
+
+    def validate_task(self, task: Any) -> None:
+        # The framework inspects the function's signature every time: a task that passed is
+        # remembered (not with run_after, whose check reads USE_TZ).
+        if task in self._validated:
+            return
+        super().validate_task(task)
+        if task.run_after is None and len(self._validated) < 1000:
+            self._validated.add(task)
+
+    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        self.validate_task(task)
+        path = task.module_path
+        try:  # what the worker would refuse is refused here, before anything is written
+            declared = resolve_task(path)
+        except InvalidTask as exc:
+            raise FrameworkInvalidTask(f"The worker would not run this task: {exc}") from exc
+        if declared.func is not task.func:
+            raise FrameworkInvalidTask(
+                f"{path!r} names another task: the worker would run that one, not this one."
+            )
+        try:
+            queue = get_queue(task.queue_name)
+        except ImproperlyConfigured as exc:
+            if task.queue_name in conf.QUEUES:  # a connection setting, not the queue
+                raise
+            raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
+        args, kwargs = arguments(args, kwargs)
+        meta: dict[str, Any] = {}
+        if self.alias != declared.backend:
+            meta["backend"] = self.alias
+        run_after = task.run_after
+        if run_after is not None:
+            meta["run_after"] = run_after.isoformat()
+            if django_timezone.is_naive(run_after):
+                run_after = django_timezone.make_aware(run_after)
+        job = queue.enqueue(
+            path, args, kwargs, at=run_after, priority=task.priority, meta=meta or None
+        )
+        result = TaskResult(
+            task=task,
+            id=job.id,
+            status=TaskResultStatus.READY,
+            enqueued_at=when(job.enqueued),  # Redis's clock, as get_result reads it
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=args,
+            kwargs=kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        signals.task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> Any:
+        if not isinstance(result_id, str):
+            raise TypeError(f"result_id must be a str, not {type(result_id).__name__}.")
+        configured = conf.QUEUES
+        names = self.queues & configured.keys() if self.queues else configured
+        for name in sorted(names):
+            try:
+                job = get_queue(name).get(result_id)
+            except JobNotFound:
+                continue
+            return self._result(job)
+        raise TaskResultDoesNotExist(result_id)
+
+    def _result(self, job: Job) -> Any:
+        try:
+            if not job.task:
+                raise InvalidTask(NOT_A_TASK)
+            task = restored(resolve_task(job.task), job, self.alias)
+        except InvalidTask as exc:  # a job the worker refuses: its result all the same
+            task = self.task_class(func=stand_in(job.task, str(exc)), priority=job.priority,
+                                   backend=self.alias, queue_name=job.queue)  # fmt: skip
+        return task_result(job, task, task.backend)
 
     def check(self, **kwargs: Any) -> Iterable[CheckMessage]:
         yield from super().check(**kwargs)

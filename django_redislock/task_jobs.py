@@ -1,0 +1,188 @@
+"""A queue job seen as a Django task: the framework's classes (``django.tasks`` on Django 6,
+the ``django-tasks`` backport on Django 5.2), which task a job names (``resolve_task``: only
+a ``@task`` object of an installed app, never anything else a path read from Redis could
+name), a task's arguments as a job stores them, and a job's ``TaskResult``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import suppress
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import import_module
+from typing import Any
+
+import django
+from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
+
+from .queue import AttemptError, Job
+
+FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
+try:
+    _base: Any = import_module(f"{FRAMEWORK}.base")
+    framework_backends: Any = import_module(f"{FRAMEWORK}.backends.base")
+    signals: Any = import_module(f"{FRAMEWORK}.signals")
+    _exceptions: Any = import_module(f"{FRAMEWORK}.exceptions")
+    _json: Any = import_module("django.utils.json" if FRAMEWORK == "django.tasks" else
+                               "django_tasks.utils")  # fmt: skip
+except ImportError as exc:  # Django 5.2 without the backport
+    raise ImproperlyConfigured(
+        "The django-redislock job queue runs Django Tasks; on Django 5.2 install the "
+        "backport: pip install 'django-redislock[tasks]'."
+    ) from exc
+
+Task = _base.Task
+TaskResult = _base.TaskResult
+TaskResultStatus = _base.TaskResultStatus
+TaskContext = _base.TaskContext
+TaskError = _base.TaskError
+TaskResultDoesNotExist = _exceptions.TaskResultDoesNotExist
+# The framework's own "this task cannot be enqueued" (renamed InvalidTask in Django 6).
+FrameworkInvalidTask = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
+normalize_json = _json.normalize_json
+
+_STATUS = {
+    "ready": TaskResultStatus.READY,
+    "scheduled": TaskResultStatus.READY,
+    "running": TaskResultStatus.RUNNING,
+    "dead": TaskResultStatus.FAILED,
+    "done": TaskResultStatus.SUCCESSFUL,
+    "unknown": TaskResultStatus.FAILED,  # not a hash in Redis: the worker buries it
+}
+NOT_A_TASK = "The job's payload is not a JSON task description."
+dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+class InvalidTask(Exception):
+    """The job cannot be run as a task (not a registered task, not JSON, or a return value
+    that is not JSON): it goes to the dead set, never retried."""
+
+
+_resolved: dict[str, Any] = {}
+
+
+def resolve_task(path: str) -> Any:
+    """The task object at ``path``. Only an object that ``@task`` made, in a module of an
+    installed app: a path read from Redis never imports or runs anything else."""
+    found = _resolved.get(path)
+    if found is None:
+        found = _resolved[path] = _resolve(path)
+    return found
+
+
+def _resolve(path: str) -> Any:
+    module_name, _, attr = path.rpartition(".")
+    if not module_name or not any(
+        module_name == app.name or module_name.startswith(app.name + ".")
+        for app in apps.get_app_configs()
+    ):
+        raise InvalidTask(f"{path!r} is not in an installed app; the worker will not import it.")
+    try:
+        obj = getattr(import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidTask(f"{path!r} does not exist ({exc}).") from exc
+    if not isinstance(obj, Task):
+        raise InvalidTask(f"{path!r} is not a task: decorate the function with @task.")
+    return obj
+
+
+def when(epoch_ms: int) -> datetime | None:
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc) if epoch_ms else None
+
+
+def _errors(job: Job) -> list[Any]:
+    """One ``TaskError`` per failed attempt, oldest first. An attempt that raised nothing
+    (its lease ran out; a failure recorded as text) has no class: ``Exception`` stands in,
+    as ``TaskError.exception_class`` must import one; its text is the traceback."""
+    errors = job.errors
+    if not errors and job.error:  # buried before any attempt ran, or stored without history
+        errors = (AttemptError(job.error, job.error_class, job.traceback),)
+    return [TaskError(exception_class_path=error.error_class or "builtins.Exception",
+                      traceback=error.traceback or error.error) for error in errors]  # fmt: skip
+
+
+def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
+    """The ``TaskResult`` of ``job`` as the queue holds it."""
+    result = TaskResult(
+        task=task,
+        id=job.id,
+        status=status or _STATUS.get(job.state, TaskResultStatus.READY),
+        enqueued_at=when(job.enqueued),
+        started_at=when(job.started),
+        finished_at=when(job.finished),
+        last_attempted_at=when(job.started),
+        args=job.args,
+        kwargs=job.kwargs,
+        backend=backend,
+        errors=_errors(job),
+        worker_ids=list(job.workers),
+    )
+    if job.result is not None:
+        object.__setattr__(result, "_return_value", json.loads(job.result))
+    return result
+
+
+def restored(task: Any, job: Job, fallback: str | None) -> Any:
+    """``task`` as ``job`` was enqueued: priority, queue, and from the job's metadata the
+    backend alias and ``run_after``. If that alias is gone or no longer takes the queue, the
+    ``fallback`` alias's; if nothing validates, the task as declared."""
+    changes: dict[str, Any] = {}
+    if job.priority != task.priority:
+        changes["priority"] = job.priority
+    if job.queue != task.queue_name:
+        changes["queue_name"] = job.queue
+    alias, run_after = job.meta.get("backend"), job.meta.get("run_after")
+    if isinstance(alias, str) and alias != task.backend:
+        changes["backend"] = alias
+    if isinstance(run_after, str):
+        with suppress(ValueError):
+            changes["run_after"] = datetime.fromisoformat(run_after)
+    if not changes:
+        return task
+    tries = [changes]
+    if fallback is not None and fallback != changes.get("backend", task.backend):
+        tries.append({**changes, "backend": fallback})
+    for attempt in tries:
+        try:
+            return task.using(**attempt)
+        except (FrameworkInvalidTask, ImproperlyConfigured):
+            continue
+    return task
+
+
+@lru_cache(maxsize=256)
+def stand_in(path: str, reason: str) -> Callable[..., Any]:
+    """A stand-in for the function of a job the worker refuses: named after the job's path
+    (so its result's ``task.module_path`` is what was enqueued), raising why if called.
+    Cached: the results of one job compare equal."""
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise InvalidTask(reason)
+
+    module, _, name = path.rpartition(".")
+    refused.__module__ = module
+    refused.__name__ = refused.__qualname__ = name or "<no task>"
+    return refused
+
+
+def to_json(value: Any) -> str:
+    """``value`` as JSON text, accepting what the framework's ``normalize_json`` accepts
+    (tuples, bytes, any mapping or sequence); TypeError or ValueError otherwise."""
+    try:  # plain JSON types, the usual case: json's C encoder checks them at once
+        return dumps(value)
+    except TypeError:
+        return dumps(normalize_json(value))
+
+
+def arguments(args: Any, kwargs: Any) -> tuple[Any, Any]:
+    """A task's arguments as the worker will receive them: normalised as the framework
+    does, then through JSON (dict keys become strings)."""
+    try:
+        text = to_json([args, kwargs])
+    except TypeError as exc:
+        raise TypeError(f"Task arguments must be JSON-serializable: {exc}") from exc
+    args, kwargs = json.loads(text)
+    return args, kwargs
