@@ -315,12 +315,15 @@ if run_at and run_at <= now then
       local started = f[2] and f[2] == f[3]
       redis.call('HDEL', key, 'l', 'w', 'sl')
       local a = num(f[1], 0) or max_attempts
-      if started and a >= max_attempts then
+      if started then  -- a failed attempt: its worker never told how it ended
         local err = 'Attempt ' .. a .. ' of ' .. max_attempts .. ' ended without an outcome: '
           .. 'its lease ran out (its worker died, was killed or hung while running it).'
         local by = string.gsub(string.match(f[2], '^(.*)#') or f[2], '[^%w%-%.:_]', '?')
-        redis.call('HSET', key, 's', 'd', 'f', now, 'ec', '', 'tb', '', 'err', err)
+        redis.call('HSET', key, 'ec', '', 'tb', '', 'err', err)
         add_error(key, '{"e":"' .. err .. '","w":"' .. by .. '"}')
+      end
+      if started and a >= max_attempts then
+        redis.call('HSET', key, 's', 'd', 'f', now)
         redis.call('ZADD', base .. 'dead', now, id)
       else
         make_ready(base, id)

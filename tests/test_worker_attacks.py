@@ -16,6 +16,11 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
+try:  # Django 6
+    from django.tasks.signals import task_finished
+except ImportError:  # Django 5.2: the backport
+    from django_tasks.signals import task_finished
+
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.queue import MAX_BATCH, Queue
@@ -247,14 +252,22 @@ def test_a_job_that_kills_its_worker_buries_only_itself(
     killer = queue.get("killer")
     assert killer.attempts == 3
     assert "lease ran out" in killer.error
-    assert len(killer.errors) == 1  # the last attempt's: it was buried then
+    assert len(killer.errors) == 3  # one per attempt its worker did not live to report
+    assert all("lease ran out" in error.error for error in killer.errors)
     processes.start(run_worker, concurrency)
-    wait_for(lambda: {d["n"] for d in done()} == set(range(42)))
-    wait_for(lambda: queue.counts()["running"] == 0 and queue.counts()["ready"] == 0)
-    assert [job.id for job in queue.jobs("dead")] == ["killer"]
-    for i in range(42):  # every other job finished, none buried
+    wait_for(lambda: sum(queue.counts().values()) == queue.counts()["dead"])  # all settled
+    dead = [job for job in queue.jobs("dead") if job.id != "killer"]
+    assert {d["n"] for d in done()} >= set(range(42)) - {int(job.id[1:]) for job in dead}
+    if concurrency == 1:
+        assert dead == []  # no job leased ahead, or finished before it, was charged
+    else:
+        # The jobs that were running beside it in other threads when the process died were
+        # interrupted (started, charged) each time; no other job was touched.
+        assert len(dead) <= concurrency - 1
+        assert all("lease ran out" in job.error for job in dead)
+    for i in range(42):  # every other job finished
         job = queue.get(f"q{i}")
-        assert job.state == "done", (i, job.state, job.error)
+        assert job.state == "done" or job in dead, (i, job.state, job.error)
         assert job.attempts <= 3
 
 
@@ -301,15 +314,13 @@ KINDS = ["exit0", "exit3", "interrupt", "cancelled", "custom"]
 def test_no_exception_a_task_raises_stops_the_worker(
     real_backend: Backend, queues: Any, concurrency: int
 ) -> None:
-    from django_redislock.tasks import _signals
-
     queue = queues(LEASE=30, MAX_ATTEMPTS=2, RETRY_BACKOFF=0.01)
     finished: list[Any] = []
 
     def receiver(sender: Any, task_result: Any, **kwargs: Any) -> None:
         finished.append(task_result)
 
-    _signals.task_finished.connect(receiver)
+    task_finished.connect(receiver)
     try:
         for kind in KINDS:
             queue.enqueue("tests.worker_tasks.raise_it", args=[kind], job_id=kind)
@@ -317,7 +328,7 @@ def test_no_exception_a_task_raises_stops_the_worker(
         queue.enqueue_many(quick_jobs(5))
         failures = drain(concurrency)
     finally:
-        _signals.task_finished.disconnect(receiver)
+        task_finished.disconnect(receiver)
     assert sorted(d["n"] for d in done()) == list(range(5))
     dead = {job.id: job for job in queue.jobs("dead")}
     assert set(dead) == set(KINDS) | {f"async-{k}" for k in KINDS}
