@@ -386,6 +386,17 @@ class Queue:
                 max(1, round(self.result_ttl * 1000)), "1" if charge else "0",
                 len(finished), len(started), *acks, *starts]  # fmt: skip
 
+    def start_args(
+        self, worker: str, finished: Sequence[tuple[Job, str | None]], started: Sequence[Job]
+    ) -> list[Any]:
+        """START's arguments after the base: acknowledge ``finished``, charge ``started``."""
+        if max(len(finished), len(started)) > MAX_BATCH:
+            raise ValueError(f"One START takes at most {MAX_BATCH} jobs of each kind.")
+        acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
+        starts = [v for job in started for v in (job.id, job.lease or "")]
+        return [worker or "-", max(1, round(self.result_ttl * 1000)), len(finished),
+                len(started), *acks, *starts]  # fmt: skip
+
     def fetched(self, reply: Any, worker: str) -> tuple[list[Job], float | None, list[str]]:
         """``fetch``'s value from one POP reply."""
         wait = None if reply[0] < 0 else reply[0] / 1000

@@ -19,10 +19,11 @@ from typing import Any
 
 import redis
 
-from .connection import UNAVAILABLE, is_cluster
+from .connection import UNAVAILABLE, _packer, is_cluster
 from .exceptions import RedisUnavailable
 from .queue import Job, Queue
-from .queue_scripts import POP
+from .queue_scripts import POP, START
+from .scripts import LuaScript
 
 logger = logging.getLogger(__name__)
 
@@ -47,31 +48,35 @@ class Channel:
             else client
         )
         self.conn: Any = None
-        # Sent, reply not read yet: (is a fetch, POP's arguments, acknowledgements it carries)
-        self.pending: deque[tuple[bool, list[Any], Finished]] = deque()
+        self.pack: Any = None
+        # Sent, reply not read yet: (START or POP, its arguments, the acknowledgements it
+        # carries)
+        self.pending: deque[tuple[LuaScript, list[Any], Finished]] = deque()
+        self.fetches = 0  # POPs among them
         self.fetched: tuple[list[Job], float | None] | None = None  # read, not collected
         self.lock = threading.RLock()
 
     @property
     def fetching(self) -> bool:
         """A fetch was sent and its jobs not collected yet."""
-        return self.fetched is not None or any(is_fetch for is_fetch, _, _ in self.pending)
+        return self.fetched is not None or self.fetches > 0
 
     def note(self, finished: Finished, started: Sequence[Job] = ()) -> None:
         """Acknowledge ``finished`` and charge the attempt of ``started`` without waiting.
         Never raises: acknowledgements that could not be sent are handed back."""
         if not finished and not started:
             return
-        args = self.queue.fetch_args(0, None, self.worker, finished, started, charge=False)
+        args = self.queue.start_args(self.worker, finished, started)
         with self.lock:
             try:
-                self._send(False, args, finished)
+                self._send(START, args, finished)
                 if len(self.pending) > BACKLOG:
                     self._read_until(lambda: len(self.pending) <= BACKLOG // 2)
-                else:  # the replies that are in already
-                    self._read_until(lambda: not self.conn.can_read(timeout=0))
             except RedisUnavailable as exc:
                 logger.debug("Could not tell Redis of started/finished jobs: %s", exc)
+            except Exception:  # a refused script (e.g. OOM): the job runs all the same
+                logger.warning("Could not tell Redis of started/finished jobs", exc_info=True)
+                self._drop()
 
     def send_fetch(self, count: int, finished: Finished) -> bool:
         """Send a fetch of up to ``count`` jobs (leased ahead, not charged); False when it
@@ -79,7 +84,7 @@ class Channel:
         args = self.queue.fetch_args(count, None, self.worker, finished, (), charge=False)
         with self.lock:
             try:
-                self._send(True, args, finished)
+                self._send(POP, args, finished)
             except RedisUnavailable:
                 return False
             return True
@@ -114,40 +119,55 @@ class Channel:
 
     # --- inside the lock ------------------------------------------------------------
 
-    def _send(self, is_fetch: bool, args: list[Any], finished: Finished) -> None:
+    def _send(self, script: LuaScript, args: list[Any], finished: Finished) -> None:
         try:
             if self.conn is None:
                 self.conn = self.node.connection_pool.get_connection()
+                self.pack = _packer(self.conn)
+                # Loaded first, so that no EVALSHA sent here fails with NOSCRIPT: its rerun
+                # would come after the commands sent behind it.
+                for loaded in (START, POP):
+                    self.conn.send_command("SCRIPT", "LOAD", loaded.source)
+                    self.conn.read_response()
             key = self.queue.key("ready")
-            self.conn.send_command("EVALSHA", POP.sha, 1, key, self.queue.base, *args)
+            command = ("EVALSHA", script.sha, 1, key, self.queue.base, *args)
+            self.conn.send_packed_command(self.pack(command), check_health=False)
         except (*UNAVAILABLE, OSError) as exc:
             self._drop()
             self.on_unsent(self.queue, finished)
             raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
-        self.pending.append((is_fetch, args, finished))
+        self.pending.append((script, args, finished))
+        self.fetches += script is POP
 
     def _read_until(self, done: Callable[[], bool]) -> None:
         while self.pending and not done():
-            is_fetch, args, _ = self.pending[0]
+            script, args, _ = self.pending[0]
             try:
                 try:
                     reply = self.conn.read_response()
                 except redis.ResponseError:  # NOSCRIPT, or MOVED: it did not run; run it now
-                    reply = self.queue._run(POP, *args)
+                    reply = self.queue._run(script, *args)
             except (*UNAVAILABLE, OSError) as exc:
                 self._drop()
                 raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
             self.pending.popleft()
-            jobs, wait, lost = self.queue.fetched(reply, self.worker)
-            self.on_lost(lost)
-            if is_fetch:
+            if script is POP:
+                self.fetches -= 1
+                jobs, wait, lost = self.queue.fetched(reply, self.worker)
                 self.fetched = (jobs, wait)
+            else:
+                lost = [
+                    job_id.decode() if isinstance(job_id, bytes) else job_id for job_id in reply
+                ]
+            if lost:
+                self.on_lost(lost)
 
     def _drop(self) -> None:
         """Close the connection; what was sent on it may or may not have run: the
         acknowledgements are handed back (sent again, at worst reported lost), the starts
         are forgotten (a failure charges its attempt when it is recorded)."""
         pending, self.pending = self.pending, deque()
+        self.fetches = 0
         for _, _, finished in pending:
             self.on_unsent(self.queue, finished)
         if self.conn is not None:

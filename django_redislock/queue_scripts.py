@@ -119,6 +119,47 @@ local function head(key)
   local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   return first[2] and tonumber(first[2])
 end
+
+-- Finish the ``n_finish`` leased jobs described from ARGV[at] (id, lease token, return value
+-- as JSON or "" to keep none: deleted, or kept as ``result:<id>`` for ``ttl`` ms), then
+-- charge the attempt of the ``n_start`` jobs described after them (id, lease token) that
+-- start now. Reads and checks every lease before its first write. Returns the ids whose
+-- lease had been lost.
+local function finish_and_start(base, worker, ttl, at, n_finish, n_start, now)
+  local lost, finished, finishing, starting = {}, {}, {}, {}
+  for i = at, at - 1 + 3 * n_finish, 3 do
+    local ok, l = pcall(redis.call, 'HGET', base .. 'j:' .. ARGV[i], 'l')
+    if ok and l == ARGV[i + 1] then finishing[#finishing + 1] = i else lost[#lost + 1] = ARGV[i] end
+  end
+  for i = at + 3 * n_finish, at - 1 + 3 * n_finish + 2 * n_start, 2 do
+    local ok, f = pcall(redis.call, 'HMGET', base .. 'j:' .. ARGV[i], 'l', 'sl', 'a', 'ws')
+    if ok and f[1] == ARGV[i + 1] then
+      if f[2] ~= f[1] then starting[#starting + 1] = {ARGV[i], f[3], f[4]} end
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
+  end
+  for _, i in ipairs(finishing) do
+    local id, value = ARGV[i], ARGV[i + 2]
+    local key = base .. 'j:' .. id
+    finished[#finished + 1] = id
+    if value == '' then
+      redis.call('DEL', key)
+    else
+      local result = base .. 'result:' .. id
+      redis.call('RENAME', key, result)
+      redis.call('HSET', result, 's', 'k', 'v', value, 'f', now, 'l', '')
+      redis.call('PEXPIRE', result, ttl)
+    end
+  end
+  if #finished > 0 then zrem_all(base .. 'run', finished) end
+  for _, s in ipairs(starting) do
+    local key, ws = base .. 'j:' .. s[1], s[3] and (s[3] .. ',' .. worker) or worker
+    local attempt = (num(s[2], 0) or 0) + 1
+    redis.call('HSET', key, 'a', attempt, 'sl', worker .. '#' .. attempt, 'st', now, 'ws', ws)
+  end
+  return lost
+end
 """
 
 # ARGV[1] base  ARGV[2] replace "0"/"1"  ARGV[3] a schedule entry's name, or ""  ARGV[4] its
@@ -259,40 +300,7 @@ if count > 1000 or n_finish > 1000 or n_start > 1000 then
   return redis.error_reply('POP takes at most 1000 jobs of each kind')
 end
 local now = now_ms()
-local lost, finished = {}, {}
--- Read first: which of the jobs to finish and to start still hold their lease.
-local finishing, starting = {}, {}
-for i = 10, 9 + 3 * n_finish, 3 do
-  local ok, l = pcall(redis.call, 'HGET', base .. 'j:' .. ARGV[i], 'l')
-  if ok and l == ARGV[i + 1] then finishing[#finishing + 1] = i else lost[#lost + 1] = ARGV[i] end
-end
-for i = 10 + 3 * n_finish, 9 + 3 * n_finish + 2 * n_start, 2 do
-  local ok, f = pcall(redis.call, 'HMGET', base .. 'j:' .. ARGV[i], 'l', 'sl', 'a', 'ws')
-  if ok and f[1] == ARGV[i + 1] then
-    if f[2] ~= f[1] then starting[#starting + 1] = {ARGV[i], f[3], f[4]} end
-  else
-    lost[#lost + 1] = ARGV[i]
-  end
-end
-for _, i in ipairs(finishing) do
-  local id, value = ARGV[i], ARGV[i + 2]
-  local key = base .. 'j:' .. id
-  finished[#finished + 1] = id
-  if value == '' then
-    redis.call('DEL', key)
-  else
-    local result = base .. 'result:' .. id
-    redis.call('RENAME', key, result)
-    redis.call('HSET', result, 's', 'k', 'v', value, 'f', now, 'l', '')
-    redis.call('PEXPIRE', result, ARGV[6])
-  end
-end
-if #finished > 0 then zrem_all(base .. 'run', finished) end
-for _, s in ipairs(starting) do
-  local key, ws = base .. 'j:' .. s[1], s[3] and (s[3] .. ',' .. worker) or worker
-  local attempt = (num(s[2], 0) or 0) + 1
-  redis.call('HSET', key, 'a', attempt, 'sl', worker .. '#' .. attempt, 'st', now, 'ws', ws)
-end
+local lost = finish_and_start(base, worker, ARGV[6], 10, n_finish, n_start, now)
 local sched_at = head(base .. 'sched')
 if sched_at and sched_at <= now then
   local due = redis.call('ZRANGEBYSCORE', base .. 'sched', '-inf', now, 'LIMIT', 0, 1000)
@@ -395,6 +403,25 @@ elseif sched_at or run_at then
   reply[1] = math.max(0, math.min(sched_at or run_at, run_at or sched_at) - now)
 end
 return reply
+""",
+)
+
+# ARGV[1] base  ARGV[2] worker  ARGV[3] result TTL ms  ARGV[4] how many jobs to finish
+# ARGV[5] how many jobs to start (at most 1000 of each), then per job to finish 3 values:
+# id, lease token, return value (JSON; "" to keep no result), then per job to start 2
+# values: id, lease token.
+# What a worker sends, not waiting for the reply, as it starts a job leased ahead: the jobs
+# finished before it are acknowledged, and its attempt is charged. Returns the ids whose
+# lease had been lost.
+START = _script(
+    "start",
+    _COMMON
+    + """
+local n_finish, n_start = tonumber(ARGV[4]), tonumber(ARGV[5])
+if n_finish > 1000 or n_start > 1000 then
+  return redis.error_reply('START takes at most 1000 jobs of each kind')
+end
+return finish_and_start(ARGV[1], ARGV[2], ARGV[3], 6, n_finish, n_start, now_ms())
 """,
 )
 
