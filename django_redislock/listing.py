@@ -298,25 +298,32 @@ def _describe(client: Any, page: list[Entry], live_from: int | None = None) -> l
         pipe.zcard(waiters)
         if live_from is not None:
             pipe.zscore(index, name)
-    replies = pipe.execute()
+    replies = pipe.execute(raise_on_error=False)
     infos = []
     for i, (_, name, base) in enumerate(page):
-        value, pttl, waiters, *expiry = replies[per * i : per * i + per]
+        value, pttl, queued, *expiry = [
+            None if isinstance(r, Exception) else r for r in replies[per * i : per * i + per]
+        ]  # a key of the wrong type reads as missing; its TTL ends it
         if expiry and expiry[0] is None:  # a name without an expiry entry: drop it
             index, names, _ = index_keys(base)
             run_script(client, SYNC_NAMES, (index, names), (live_from, name))
         if value is None or (expiry and (expiry[0] is None or expiry[0] < live_from)):
             continue  # ended since it was indexed
-        _token, acquired_ms, fence, pid, host = _text(value).split("|", 4)
+        try:
+            _token, acquired_ms, fence, pid, host = _text(value).split("|", 4)
+            owner = (host, int(pid), int(acquired_ms), int(fence) or None)
+        except ValueError:  # not a lock value of ours: shown, not fatal to the page
+            owner = ("(unreadable lock value)", 0, 0, None)
+        host, pid_number, acquired, fence_number = owner
         infos.append(
             LockInfo(
                 name=name,
                 host=host,
-                pid=int(pid),
-                acquired_at=datetime.fromtimestamp(int(acquired_ms) / 1000, tz=timezone.utc),
-                ttl=max(pttl, 0) / 1000,
-                fence=int(fence) or None,
-                waiters=int(waiters),
+                pid=pid_number,
+                acquired_at=datetime.fromtimestamp(acquired / 1000, tz=timezone.utc),
+                ttl=max(pttl or 0, 0) / 1000,
+                fence=fence_number,
+                waiters=int(queued or 0),
             )
         )
     return infos

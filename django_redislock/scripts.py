@@ -54,7 +54,8 @@ end
 local function next_fence(counter)
   local t = redis.call('TIME')
   local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local f = math.max((tonumber(redis.call('GET', counter) or '0') or 0) + 1, clock)
+  local ok, last = pcall(redis.call, 'GET', counter)  -- not a string: as if lost
+  local f = math.max((ok and tonumber(last or '0') or 0) + 1, clock)
   local text = string.format('%.0f', f)
   redis.call('SET', counter, text)
   return text, f
@@ -64,8 +65,8 @@ local function handoff(lock, waiters, index, fence, name, base, now)
   for _ = 1, 64 do
     local head = redis.call('ZPOPMIN', waiters)[1]
     if not head then return false end
-    local reg = redis.call('GETDEL', base .. 'a:' .. head)
-    if reg then
+    local ok, reg = pcall(redis.call, 'GETDEL', base .. 'a:' .. head)
+    if ok and reg then
       local ttl, fencing, ident = string.match(reg, '^(%d+)|(%d)|(.*)$')
       local f = '0'
       if fencing == '1' then f = next_fence(fence) end
@@ -78,6 +79,19 @@ local function handoff(lock, waiters, index, fence, name, base, now)
     end
   end
   return false
+end
+
+-- A lock's value. A key of another type is not a lock of ours (corrupt): it reads as a value
+-- that no token matches, and ``set_aside`` moves it out of the way.
+local function lock_value(lock)
+  local ok, value = pcall(redis.call, 'GET', lock)
+  if ok then return value end
+  return '?'
+end
+
+local function set_aside(lock)
+  redis.call('RENAME', lock, lock .. ':corrupt')
+  redis.call('PEXPIRE', lock .. ':corrupt', 86400000)
 end
 
 -- The fence stored in a lock value.
@@ -125,7 +139,11 @@ if ARGV[6] == '0' or redis.call('EXISTS', waiters) == 0 then
   if got then return got end
 end
 
-local current = redis.call('GET', lock)
+local current = lock_value(lock)
+if current == '?' then  -- not a lock: set aside, then the lock is free
+  set_aside(lock)
+  current = false
+end
 if current then
   if string.sub(current, 1, #tok) == tok then
     -- Handed to this caller while it was not blocked on its wake-up list (or this is a
@@ -168,7 +186,7 @@ RELEASE = _script(
     _HANDOFF
     + """
 local lock, waiters, index = KEYS[1], KEYS[2], KEYS[3]
-local current = redis.call('GET', lock)
+local current = lock_value(lock)
 if ARGV[1] ~= '' then
   if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
 end
@@ -190,7 +208,8 @@ return 0
 EXTEND = _script(
     "extend",
     """
-local current = redis.call('GET', KEYS[1])
+local ok, current = pcall(redis.call, 'GET', KEYS[1])
+if not ok then return 0 end
 if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], tonumber(ARGV[4]) + tonumber(ARGV[2]), ARGV[3])
@@ -211,8 +230,8 @@ GIVE_UP = _script(
 local tok, base = ARGV[1], ARGV[2]
 redis.call('ZREM', KEYS[2], tok)
 redis.call('DEL', base .. 'a:' .. tok, base .. 'w:' .. tok)
-local current = redis.call('GET', KEYS[1])
-if current and string.sub(current, 1, #tok) == tok then
+local ok, current = pcall(redis.call, 'GET', KEYS[1])
+if ok and current and string.sub(current, 1, #tok) == tok then
   return tonumber(string.match(current, '^[^|]*|[^|]*|(%d+)|'))
 end
 return -1

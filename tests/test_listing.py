@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from django_redislock import Lock, listing
+from django_redislock.exceptions import LockNotOwned
 from django_redislock.keys import index_keys
 from django_redislock.listing import list_locks
 
@@ -216,3 +217,29 @@ def test_a_name_left_without_an_expiry_entry_is_dropped_when_met(backend: Backen
     assert list_locks("ghost:").locks == []
     assert indexed(backend, lock.name) == (False, False)
     assert list_locks("ghost:").total == 0
+
+
+def test_a_lock_key_holding_garbage_never_breaks_the_listing(backend: Backend) -> None:
+    locks = [Lock(name, ttl=30) for name in ("fine", "garbled", "typed")]
+    for lock in locks:
+        assert lock.acquire()
+    fine, garbled, typed = locks
+    backend.client.set(garbled.keys[0], "not a lock value", px=30000)
+    backend.client.delete(typed.keys[0])
+    backend.client.rpush(typed.keys[0], "a list")
+    shown = {info.name: info for info in list_locks().locks}
+    assert shown["fine"].pid > 0
+    assert shown["garbled"].host == "(unreadable lock value)"
+    assert "typed" not in shown
+    fine.release()
+    for lock in (garbled, typed):  # not this owner's any more: refused clearly
+        with pytest.raises(LockNotOwned):
+            lock.release()
+        with pytest.raises(LockNotOwned):
+            lock.extend()
+    # A key of the wrong type is no lock: set aside, and the lock can be taken.
+    for fencing in (False, True):
+        with Lock("typed", ttl=5, fencing=fencing) as again:
+            assert again.owned()
+        backend.client.rpush(typed.keys[0], "a list again")
+    assert backend.client.exists(typed.keys[0] + ":corrupt")
