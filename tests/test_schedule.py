@@ -187,6 +187,7 @@ def test_without_the_tasks_framework_the_task_is_an_error_not_a_crash(
     from django_redislock.tasks import FRAMEWORK
 
     monkeypatch.delitem(sys.modules, "django_redislock.tasks")
+    monkeypatch.delitem(sys.modules, "django_redislock.task_jobs")
     monkeypatch.setitem(sys.modules, f"{FRAMEWORK}.base", None)
     settings.REDISLOCK = {"SCHEDULE": {"e": {"task": TASK, "every": 60}}}
     [error] = check_settings()
