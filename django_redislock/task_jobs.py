@@ -121,7 +121,14 @@ def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
         worker_ids=list(job.workers),
     )
     if job.result is not None:
-        object.__setattr__(result, "_return_value", json.loads(job.result))
+        try:
+            object.__setattr__(result, "_return_value", json.loads(job.result))
+        except ValueError as exc:  # damaged in Redis: the value is lost, say so
+            object.__setattr__(result, "status", TaskResultStatus.FAILED)
+            result.errors.append(
+                TaskError(exception_class_path="builtins.ValueError",
+                          traceback=f"The return value kept in Redis is not JSON ({exc}).")
+            )  # fmt: skip
     return result
 
 

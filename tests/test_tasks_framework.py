@@ -503,3 +503,37 @@ def test_arguments_the_framework_refuses(tasks: Backend) -> None:
     with pytest.raises(ValueError, match="Unsupported value"):
         examples.noop.enqueue(b"\xff")
     assert get_queue().counts()["ready"] == 0
+
+
+# --- a damaged job in Redis never breaks get_result -----------------------------------------
+
+DAMAGE = {
+    "priority": lambda c, key: c.hset(key, "pr", "high"),
+    "attempts": lambda c, key: c.hset(key, "a", "many"),
+    "enqueued": lambda c, key: c.hset(key, "e", "yesterday"),
+    "task missing": lambda c, key: c.hdel(key, "t"),
+    "bad json args": lambda c, key: c.hset(key, "ar", "[1, 2"),
+    "bad metadata": lambda c, key: c.hset(key, "m", "{nope"),
+    "not a hash": lambda c, key: (c.delete(key), c.set(key, "garbage")),
+}
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_get_result_of_a_damaged_job_answers(tasks: Backend, how: str) -> None:
+    result = examples.add.enqueue(1, 2)
+    key = get_queue().key("j:" + result.id)
+    DAMAGE[how](tasks.client, key)
+    again = examples.add.get_backend().get_result(result.id)
+    assert again.id == result.id
+
+
+def test_get_result_of_a_finished_job_whose_value_is_damaged(tasks: Backend) -> None:
+    result = examples.add.enqueue(1, 2)
+    run_worker("default")
+    queue = get_queue()
+    tasks.client.hset(queue.key("result:" + result.id), "v", "{not json")
+    again = examples.add.get_backend().get_result(result.id)
+    assert again.status.name == "FAILED"  # what it returned cannot be given back
+    assert "not JSON" in again.errors[-1].traceback
+    with pytest.raises(ValueError, match="failed"):
+        again.return_value  # noqa: B018
