@@ -90,24 +90,33 @@ class AsyncLock(LockBase):
     async def _wait(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
         """Block until a releasing holder hands the lock over, the holder's TTL runs out, or
         the timeout passes. Returns the fence, or None."""
+        # The timeout is a deadline: the BLPOP answers on time (see ``blocking``), and
+        # nothing is acquired once it has passed.
         deadline = time.monotonic() + timeout
         wake = f"{self._base}w:{token}"
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                fence = await run_script(client, GIVE_UP, self._keys[:2], (token, self._base))
-                return int(fence) if fence >= 0 else None
-            block = min(remaining, self._fallback_delay())
-            if pttl > 0:
-                block = min(block, pttl / 1000 + 0.001)
-            popped = await call(client, "BLPOP", wake, max(block, 0.001))
-            if popped is not None:
-                return int(popped[1])
+            if remaining > 0:
+                block = min(remaining, self._fallback_delay())
+                if pttl > 0:
+                    block = min(block, pttl / 1000 + 0.001)
+                popped = await call(client, "BLPOP", wake, max(block, 0.0005))
+                if popped is not None and time.monotonic() <= deadline:
+                    return int(popped[1])
+            if time.monotonic() >= deadline:
+                await self._leave(client, token)
+                return None
             args = self._acquire_args(token, True, True)
             reply = await run_script(client, ACQUIRE, self._keys, args)
             if type(reply) is int:
                 return reply
             pttl = reply[0]
+
+    async def _leave(self, client: Any, token: str) -> None:
+        """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
+        if await run_script(client, GIVE_UP, self._keys[:2], (token, self._base)) >= 0:
+            args = (token, self.name, now_ms(), self._base)
+            await run_script(client, RELEASE, self._keys, args)
 
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does

@@ -17,8 +17,15 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
-from redis.exceptions import NoScriptError, ReadOnlyError
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    NoScriptError,
+    ReadOnlyError,
+    TryAgainError,
+)
 
+from . import blocking
 from .conf import conf
 from .exceptions import RedisUnavailable
 from .scripts import LuaScript
@@ -118,12 +125,15 @@ class _Dedicated:
         with contextlib.suppress(Exception):
             _give_back_one(self.pool)
 
-    def execute(self, args: tuple[Any, ...]) -> Any:
-        conn = self.conn
+    def freshen(self) -> None:
         now = time.monotonic()
         if now - self.used > IDLE_CHECK_SECONDS:
             self._drop_if_stale()
         self.used = now
+
+    def execute(self, args: tuple[Any, ...]) -> Any:
+        conn = self.conn
+        self.freshen()
         try:
             conn.send_packed_command(self.pack(args), check_health=False)
             if self.spin and args[0] not in BLOCKING:
@@ -266,5 +276,45 @@ def run_script(client: Any, script: LuaScript, keys: Sequence[Any], args: Sequen
 
 
 def call(client: Any, *args: Any) -> Any:
-    """One plain Redis command (raw reply), with connection failures as RedisUnavailable."""
+    """One plain Redis command (raw reply), with connection failures as RedisUnavailable.
+    A one-key ``BLPOP`` answers within its timeout to the millisecond (see ``blocking``)."""
+    if args[0] == "BLPOP" and len(args) == 3:
+        return _blpop(client, args[1], args[2])
     return _execute(client, args)
+
+
+def _blpop(client: Any, key: str, timeout: float) -> Any:
+    # On Cluster, on the key's node (a client of its own, with its own pool).
+    node = client.get_node_from_key(key).redis_connection if is_cluster(client) else client
+    held = _dedicated(node)
+    if held is not None:
+        held.freshen()
+        return _pop_on(client, node, held.conn, key, timeout)
+    pool = node.connection_pool
+    conn = pool.get_connection()
+    try:
+        return _pop_on(client, node, conn, key, timeout)
+    finally:
+        pool.release(conn)
+
+
+def _pop_on(client: Any, node: Any, conn: Any, key: str, timeout: float) -> Any:
+    def unblock(ident: int) -> Any:
+        return node.execute_command("CLIENT", "UNBLOCK", ident)
+
+    try:
+        return blocking.pop(conn, key, timeout, unblock)
+    except (AskError, TryAgainError, ClusterDownError):
+        # The slot moved: the Cluster client finds its new node (less precisely).
+        return _execute(client, ("BLPOP", key, timeout))
+    except ReadOnlyError as exc:
+        conn.disconnect()
+        raise RedisUnavailable(f"Redis is read-only, failing over? ({exc})") from exc
+    except redis.ResponseError:
+        raise
+    except (*UNAVAILABLE, OSError) as exc:
+        conn.disconnect()
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+    except BaseException:
+        conn.disconnect()  # interrupted while blocked: the stream is out of step
+        raise

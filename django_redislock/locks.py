@@ -76,28 +76,35 @@ class Lock(LockBase):
             # Leave the queue, so no hand-off goes to a waiter that stopped waiting; if one
             # already did, give the lock on.
             with contextlib.suppress(Exception):
-                if run_script(client, GIVE_UP, self.keys[:2], (token, self.base)) >= 0:
-                    run_script(client, RELEASE, self.keys, (token, self.name, now_ms(), self.base))
+                self._leave(client, token)
             raise
 
     def _wait_loop(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
+        # The timeout is a deadline: the BLPOP answers on time (see ``blocking``), and
+        # nothing is acquired once it has passed.
         deadline = time.monotonic() + timeout
         wake = f"{self._base}w:{token}"
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                fence = run_script(client, GIVE_UP, self._keys[:2], (token, self._base))
-                return fence if fence >= 0 else None
-            block = min(remaining, self._fallback_delay())
-            if pttl > 0:
-                block = min(block, pttl / 1000 + 0.001)
-            popped = call(client, "BLPOP", wake, max(block, 0.001))
-            if popped is not None:
-                return int(popped[1])
+            if remaining > 0:
+                block = min(remaining, self._fallback_delay())
+                if pttl > 0:
+                    block = min(block, pttl / 1000 + 0.001)
+                popped = call(client, "BLPOP", wake, max(block, 0.0005))
+                if popped is not None and time.monotonic() <= deadline:
+                    return int(popped[1])
+            if time.monotonic() >= deadline:
+                self._leave(client, token)
+                return None
             reply = run_script(client, ACQUIRE, self._keys, self._acquire_args(token, True, True))
             if type(reply) is int:
                 return reply
             pttl = reply[0]
+
+    def _leave(self, client: Any, token: str) -> None:
+        """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
+        if run_script(client, GIVE_UP, self._keys[:2], (token, self._base)) >= 0:
+            run_script(client, RELEASE, self._keys, (token, self.name, now_ms(), self._base))
 
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
