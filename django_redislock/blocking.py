@@ -36,15 +36,22 @@ _ids: weakref.WeakKeyDictionary[Any, tuple[Any, int | None]] = weakref.WeakKeyDi
 os.register_at_fork(after_in_child=_ids.clear)
 
 
-def pop(conn: Any, key: str, timeout: float, unblock: Callable[[int], Any]) -> Any:
+def pop(
+    conn: Any,
+    key: str,
+    timeout: float,
+    unblock: Callable[[int], Any],
+    pack: Callable[[tuple[Any, ...]], Any],
+) -> Any:
     """``BLPOP key`` on ``conn`` answered within ``timeout`` seconds: the raw reply, None
-    once the timeout passed. ``unblock(client_id)`` runs ``CLIENT UNBLOCK`` elsewhere."""
-    ident = _client_id(conn, unblock)
+    once the timeout passed. ``unblock(client_id)`` runs ``CLIENT UNBLOCK`` elsewhere;
+    ``pack(command)`` packs a command for ``conn.send_packed_command``."""
+    ident = _client_id(conn, unblock, pack)
     if ident is None:
         # At least 1 ms: Redis reads a timeout that rounds down to 0 ms as "forever".
-        conn.send_command("BLPOP", key, max(timeout, 0.001), check_health=False)
+        conn.send_packed_command(pack(("BLPOP", key, max(timeout, 0.001))), check_health=False)
         return conn.read_response()
-    conn.send_command("BLPOP", key, 0, check_health=False)
+    conn.send_packed_command(pack(("BLPOP", key, 0)), check_health=False)
     sock = conn._sock
     if _readable(sock, timeout):
         return conn.read_response()
@@ -56,7 +63,9 @@ def pop(conn: Any, key: str, timeout: float, unblock: Callable[[int], Any]) -> A
     return None
 
 
-def _client_id(conn: Any, unblock: Callable[[int], Any]) -> int | None:
+def _client_id(
+    conn: Any, unblock: Callable[[int], Any], pack: Callable[[tuple[Any, ...]], Any]
+) -> int | None:
     if conn._sock is None:
         conn.connect()
     sock = conn._sock
@@ -66,7 +75,7 @@ def _client_id(conn: Any, unblock: Callable[[int], Any]) -> int | None:
     ident = None
     if isinstance(sock, socket.socket):  # not fakeredis
         try:
-            conn.send_command("CLIENT", "ID", check_health=False)
+            conn.send_packed_command(pack(("CLIENT", "ID")), check_health=False)
             ident = int(conn.read_response())
             unblock(ident)  # nothing to unblock yet: only proves that the server can
         except redis.ResponseError:

@@ -289,21 +289,21 @@ def _blpop(client: Any, key: str, timeout: float) -> Any:
     held = _dedicated(node)
     if held is not None:
         held.freshen()
-        return _pop_on(client, node, held.conn, key, timeout)
+        return _pop_on(client, node, held.conn, held.pack, key, timeout)
     pool = node.connection_pool
     conn = pool.get_connection()
     try:
-        return _pop_on(client, node, conn, key, timeout)
+        return _pop_on(client, node, conn, _packer(conn), key, timeout)
     finally:
         pool.release(conn)
 
 
-def _pop_on(client: Any, node: Any, conn: Any, key: str, timeout: float) -> Any:
+def _pop_on(client: Any, node: Any, conn: Any, pack: Any, key: str, timeout: float) -> Any:
     def unblock(ident: int) -> Any:
         return node.execute_command("CLIENT", "UNBLOCK", ident)
 
     try:
-        return blocking.pop(conn, key, timeout, unblock)
+        return blocking.pop(conn, key, timeout, unblock, pack)
     except (AskError, TryAgainError, ClusterDownError):
         # The slot moved: the Cluster client finds its new node (less precisely).
         return _execute(client, ("BLPOP", key, timeout))

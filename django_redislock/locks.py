@@ -34,6 +34,7 @@ class Lock(LockBase):
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try
         once, ``math.inf``: forever). Returns whether the lock is now held."""
         timeout = self._validate_timeout(timeout)
+        deadline = time.monotonic() + timeout
         owner = self._owner(get_ident())
         client = self._client or self.client
         hold = self._holds.get(owner)
@@ -45,7 +46,7 @@ class Lock(LockBase):
         args = self._acquire_args(token, timeout > 0, False)
         reply = run_script(client, ACQUIRE, self._keys, args)
         if type(reply) is not int:
-            reply = self._wait(client, token, timeout, reply[0]) if timeout > 0 else None
+            reply = self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
             if reply is None:
                 self._busy(timeout)
                 return False
@@ -67,11 +68,11 @@ class Lock(LockBase):
         with contextlib.suppress(Exception):
             run_script(self.client, RELEASE, self.keys, (token, self.name, now_ms(), self.base))
 
-    def _wait(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
+    def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands the lock over (pushed to our wake-up list), the
-        holder's TTL runs out, or the timeout passes. Returns the fence, or None."""
+        holder's TTL runs out, or the deadline (monotonic) passes. Returns the fence, or None."""
         try:
-            return self._wait_loop(client, token, timeout, pttl)
+            return self._wait_loop(client, token, deadline, pttl)
         except BaseException:
             # Leave the queue, so no hand-off goes to a waiter that stopped waiting; if one
             # already did, give the lock on.
@@ -79,10 +80,9 @@ class Lock(LockBase):
                 self._leave(client, token)
             raise
 
-    def _wait_loop(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
-        # The timeout is a deadline: the BLPOP answers on time (see ``blocking``), and
-        # nothing is acquired once it has passed.
-        deadline = time.monotonic() + timeout
+    def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
+        # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
+        # time (see ``blocking``), and nothing is acquired once it has passed.
         wake = f"{self._base}w:{token}"
         while True:
             remaining = deadline - time.monotonic()
