@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from django.http import HttpRequest, HttpResponse
+from redis.cluster import RedisCluster
+from redis.exceptions import NoPermissionError
 
-from django_redislock import AsyncLock, Lock, redis_locked
+from django_redislock import AsyncLock, Lock, get_redis, redis_locked
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,6 +39,16 @@ def until(predicate: Any, timeout: float = 5.0) -> None:
         time.sleep(0.002)
 
 
+def blocked_clients(backend: Any) -> int:
+    """Clients blocked in Redis now (on every node of a Cluster): a wait that ended must
+    leave none behind."""
+    if isinstance(backend.client, RedisCluster):
+        nodes = [node.redis_connection for node in backend.client.get_nodes()]
+    else:
+        nodes = [backend.client]
+    return sum(int(node.info("clients")["blocked_clients"]) for node in nodes)
+
+
 def timed(acquire: Any) -> tuple[bool, float]:
     start = time.monotonic()
     got = acquire()
@@ -52,6 +64,8 @@ def test_a_timed_out_acquire_answers_on_time(backend):
             assert not got
             assert T <= took <= T + LATE, f"took {took:.3f}s"
     assert queued("deadline") == 0, "a waiter that timed out must leave the queue"
+    if backend.kind != "fakeredis":
+        assert blocked_clients(backend) == 0
     holder.release()
     assert not holder.locked()
 
@@ -72,6 +86,8 @@ def test_a_timed_out_async_acquire_answers_on_time(backend):
     for took in asyncio.run(main()):
         assert T <= took <= T + LATE, f"took {took:.3f}s"
     assert queued("deadline") == 0
+    if backend.kind != "fakeredis":
+        assert blocked_clients(backend) == 0
     holder.release()
 
 
@@ -267,3 +283,41 @@ def test_a_long_timeout_acquires_at_the_release(real_backend, kind):
     assert got
     assert 0.45 <= took < 0.5 + LATE
     Lock.force_release("long")
+
+
+@pytest.fixture
+def no_client_command(redis_backend: Any, redis_server: Any, settings: Any) -> Any:
+    """The locks' settings point at a Redis user denied CLIENT (so no CLIENT UNBLOCK)."""
+    redis_backend.client.execute_command(
+        "ACL", "SETUSER", "noclient", "on", ">secret", "~*", "&*", "+@all", "-client"
+    )
+    url = f"redis://noclient:secret@127.0.0.1:{redis_server.port}/0"
+    # A long fallback re-check, so only the release's push can wake a waiter early.
+    settings.REDISLOCK = {"URL": url, "LOCK_RETRY_DELAY": 5.0}
+    with pytest.raises(NoPermissionError):
+        get_redis().execute_command("CLIENT", "ID")
+    yield redis_backend
+    redis_backend.client.execute_command("ACL", "DELUSER", "noclient")
+
+
+def test_without_client_unblock_waits_fall_back_to_redis_timeouts(no_client_command):
+    # Less precise (Redis's tick ends the wait), but still correct and pushed.
+    holder = Holder("fallback")
+    for _ in range(3):
+        got, took = timed(lambda: Lock("fallback", ttl=30).acquire(T))
+        assert not got
+        assert T <= took <= T + 0.3
+
+    async def main() -> bool:
+        return await AsyncLock("fallback", ttl=30).acquire(T)
+
+    got, took = timed(lambda: asyncio.run(main()))
+    assert not got
+    assert T <= took <= T + 0.3
+    holder.release_at(time.monotonic() + 0.05)
+    got, took = timed(lambda: Lock("fallback", ttl=30).acquire(2))
+    assert got
+    assert took < 0.05 + LATE, "woken by the release, not by a re-check"
+    holder.join()
+    assert queued("fallback") == 0
+    assert blocked_clients(no_client_command) == 0
