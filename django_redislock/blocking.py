@@ -29,6 +29,9 @@ import redis
 # else's unblock), drop the connection instead, which ends the BLPOP too.
 UNBLOCK_RETRY = 0.005
 UNBLOCK_TRIES = 200
+# No connection to unblock from (a full pool, Redis gone): dropping ours ends the BLPOP too,
+# and the caller's next command reports an outage.
+CANNOT_UNBLOCK = (redis.ConnectionError, redis.TimeoutError, OSError)
 
 # connection -> (its socket or stream when asked, its CLIENT ID or None when it cannot be
 # unblocked); a reconnected connection is asked again.
@@ -56,8 +59,12 @@ def pop(
     if _readable(sock, timeout):
         return conn.read_response()
     for _ in range(UNBLOCK_TRIES):
+        try:
+            unblocked = unblock(ident)
+        except CANNOT_UNBLOCK:
+            break
         # 0: our BLPOP was not blocked yet (it will be), or its reply is on its way.
-        if unblock(ident) or _readable(sock, UNBLOCK_RETRY):
+        if unblocked or _readable(sock, UNBLOCK_RETRY):
             return conn.read_response()
     conn.disconnect()
     return None
@@ -108,7 +115,11 @@ async def async_pop(
     if reply is not None:
         return reply
     for _ in range(UNBLOCK_TRIES):
-        if await unblock(ident):
+        try:
+            unblocked = await unblock(ident)
+        except CANNOT_UNBLOCK:
+            break
+        if unblocked:
             return await conn.read_response()  # the nil of our unblock
         reply = await conn.read_response(timeout=UNBLOCK_RETRY)
         if reply is not None:
