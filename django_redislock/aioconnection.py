@@ -141,7 +141,7 @@ async def _pop_on(client: Any, node: Any, conn: Any, key: str, timeout: float) -
         return await blocking.async_pop(conn, key, timeout, unblock)
     except (AskError, TryAgainError, ClusterDownError):
         # The slot moved: the Cluster client finds its new node (less precisely).
-        return await client.execute_command("BLPOP", key, timeout)
+        return await client.execute_command("BLPOP", key, max(timeout, 0.001))
     except redis.ResponseError:
         raise
     except BaseException:

@@ -306,7 +306,7 @@ def _pop_on(client: Any, node: Any, conn: Any, pack: Any, key: str, timeout: flo
         return blocking.pop(conn, key, timeout, unblock, pack)
     except (AskError, TryAgainError, ClusterDownError):
         # The slot moved: the Cluster client finds its new node (less precisely).
-        return _execute(client, ("BLPOP", key, timeout))
+        return _execute(client, ("BLPOP", key, max(timeout, 0.001)))
     except ReadOnlyError as exc:
         conn.disconnect()
         raise RedisUnavailable(f"Redis is read-only, failing over? ({exc})") from exc
