@@ -11,8 +11,9 @@ import redis.asyncio
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-from redis.exceptions import NoScriptError
+from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgainError
 
+from . import blocking
 from .conf import conf
 from .connection import UNAVAILABLE, URL_SCHEMES, get_redis
 from .exceptions import RedisUnavailable
@@ -106,8 +107,45 @@ async def run_script(
 
 
 async def call(client: Any, *args: Any) -> Any:
-    """One plain Redis command, with connection failures raised as RedisUnavailable."""
+    """One plain Redis command, with connection failures raised as RedisUnavailable.
+    A one-key ``BLPOP`` answers within its timeout to the millisecond (see ``blocking``)."""
     try:
+        if args[0] == "BLPOP" and len(args) == 3:
+            return await _blpop(client, args[1], args[2])
         return await client.execute_command(*args)
     except (*UNAVAILABLE, OSError) as exc:
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+
+
+async def _blpop(client: Any, key: str, timeout: float) -> Any:
+    # A connection of its own for the wait, on Cluster from the key's node.
+    if isinstance(client, AsyncRedisCluster):
+        node: Any = client.get_node_from_key(key)
+        conn = node.acquire_connection()
+        try:
+            return await _pop_on(client, node, conn, key, timeout)
+        finally:
+            node.release(conn)
+    pool = client.connection_pool
+    conn = await pool.get_connection()
+    try:
+        return await _pop_on(client, client, conn, key, timeout)
+    finally:
+        await pool.release(conn)
+
+
+async def _pop_on(client: Any, node: Any, conn: Any, key: str, timeout: float) -> Any:
+    async def unblock(ident: int) -> Any:
+        return await node.execute_command("CLIENT", "UNBLOCK", ident)
+
+    try:
+        return await blocking.async_pop(conn, key, timeout, unblock)
+    except (AskError, TryAgainError, ClusterDownError):
+        # The slot moved: the Cluster client finds its new node (less precisely).
+        return await client.execute_command("BLPOP", key, max(timeout, 0.001))
+    except redis.ResponseError:
+        raise
+    except BaseException:
+        # Cancelled or cut off while blocked: the stream is out of step.
+        await conn.disconnect(nowait=True)
+        raise

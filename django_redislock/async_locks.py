@@ -51,6 +51,7 @@ class AsyncLock(LockBase):
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try
         once, ``math.inf``: forever). Returns whether the lock is now held."""
         timeout = self._validate_timeout(timeout)
+        deadline = time.monotonic() + timeout
         client = self.client
         owner = self._owner(_task())
         hold = self._holds.get(owner)
@@ -63,7 +64,7 @@ class AsyncLock(LockBase):
             args = self._acquire_args(token, timeout > 0, False)
             reply = await run_script(client, ACQUIRE, self._keys, args)
             if type(reply) is not int:
-                reply = await self._wait(client, token, timeout, reply[0]) if timeout > 0 else None
+                reply = await self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
                 if reply is None:
                     self._busy(timeout)
                     return False
@@ -87,27 +88,35 @@ class AsyncLock(LockBase):
         except Exception:
             logger.warning("Could not clean up an abandoned acquire of lock %r", self.name)
 
-    async def _wait(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
+    async def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands the lock over, the holder's TTL runs out, or
-        the timeout passes. Returns the fence, or None."""
-        deadline = time.monotonic() + timeout
+        the deadline (monotonic) passes. Returns the fence, or None."""
+        # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
+        # time (see ``blocking``), and nothing is acquired once it has passed.
         wake = f"{self._base}w:{token}"
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                fence = await run_script(client, GIVE_UP, self._keys[:2], (token, self._base))
-                return int(fence) if fence >= 0 else None
-            block = min(remaining, self._fallback_delay())
-            if pttl > 0:
-                block = min(block, pttl / 1000 + 0.001)
-            popped = await call(client, "BLPOP", wake, max(block, 0.001))
-            if popped is not None:
-                return int(popped[1])
+            if remaining > 0:
+                block = min(remaining, self._fallback_delay())
+                if pttl > 0:
+                    block = min(block, pttl / 1000 + 0.001)
+                popped = await call(client, "BLPOP", wake, max(block, 0.0005))
+                if popped is not None and time.monotonic() <= deadline:
+                    return int(popped[1])
+            if time.monotonic() >= deadline:
+                await self._leave(client, token)
+                return None
             args = self._acquire_args(token, True, True)
             reply = await run_script(client, ACQUIRE, self._keys, args)
             if type(reply) is int:
                 return reply
             pttl = reply[0]
+
+    async def _leave(self, client: Any, token: str) -> None:
+        """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
+        if await run_script(client, GIVE_UP, self._keys[:2], (token, self._base)) >= 0:
+            args = (token, self.name, now_ms(), self._base)
+            await run_script(client, RELEASE, self._keys, args)
 
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does

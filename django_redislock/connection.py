@@ -19,8 +19,15 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
-from redis.exceptions import NoScriptError, ReadOnlyError
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    NoScriptError,
+    ReadOnlyError,
+    TryAgainError,
+)
 
+from . import blocking
 from .conf import conf
 from .exceptions import RedisUnavailable
 from .scripts import LuaScript
@@ -122,11 +129,14 @@ class _Dedicated:
         with contextlib.suppress(Exception):
             _give_back_one(self.pool)
 
-    def execute(self, args: tuple[Any, ...]) -> Any:
+    def freshen(self) -> None:
         now = time.monotonic()
         if now - self.used > IDLE_CHECK_SECONDS:
             self._drop_if_stale()
         self.used = now
+
+    def execute(self, args: tuple[Any, ...]) -> Any:
+        self.freshen()
         # A connection that worked before may have been closed under us (a Redis restart, a
         # failover, a proxy): the command did not reach the new server, so it is sent once
         # more on a new connection. A connection made for this command is not retried.
@@ -286,5 +296,45 @@ def run_script(client: Any, script: LuaScript, keys: Sequence[Any], args: Sequen
 
 
 def call(client: Any, *args: Any) -> Any:
-    """One plain Redis command (raw reply), with connection failures as RedisUnavailable."""
+    """One plain Redis command (raw reply), with connection failures as RedisUnavailable.
+    A one-key ``BLPOP`` answers within its timeout to the millisecond (see ``blocking``)."""
+    if args[0] == "BLPOP" and len(args) == 3:
+        return _blpop(client, args[1], args[2])
     return _execute(client, args)
+
+
+def _blpop(client: Any, key: str, timeout: float) -> Any:
+    # On Cluster, on the key's node (a client of its own, with its own pool).
+    node = client.get_node_from_key(key).redis_connection if is_cluster(client) else client
+    held = _dedicated(node)
+    if held is not None:
+        held.freshen()
+        return _pop_on(client, node, held.conn, held.pack, key, timeout)
+    pool = node.connection_pool
+    conn = pool.get_connection()
+    try:
+        return _pop_on(client, node, conn, _packer(conn), key, timeout)
+    finally:
+        pool.release(conn)
+
+
+def _pop_on(client: Any, node: Any, conn: Any, pack: Any, key: str, timeout: float) -> Any:
+    def unblock(ident: int) -> Any:
+        return node.execute_command("CLIENT", "UNBLOCK", ident)
+
+    try:
+        return blocking.pop(conn, key, timeout, unblock, pack)
+    except (AskError, TryAgainError, ClusterDownError):
+        # The slot moved: the Cluster client finds its new node (less precisely).
+        return _execute(client, ("BLPOP", key, max(timeout, 0.001)))
+    except ReadOnlyError as exc:
+        conn.disconnect()
+        raise RedisUnavailable(f"Redis is read-only, failing over? ({exc})") from exc
+    except redis.ResponseError:
+        raise
+    except (*UNAVAILABLE, OSError) as exc:
+        conn.disconnect()
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+    except BaseException:
+        conn.disconnect()  # interrupted while blocked: the stream is out of step
+        raise

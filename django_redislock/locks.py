@@ -34,6 +34,7 @@ class Lock(LockBase):
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try
         once, ``math.inf``: forever). Returns whether the lock is now held."""
         timeout = self._validate_timeout(timeout)
+        deadline = time.monotonic() + timeout
         owner = self._owner(get_ident())
         client = self._client or self.client
         hold = self._holds.get(owner)
@@ -45,7 +46,7 @@ class Lock(LockBase):
         args = self._acquire_args(token, timeout > 0, False)
         reply = run_script(client, ACQUIRE, self._keys, args)
         if type(reply) is not int:
-            reply = self._wait(client, token, timeout, reply[0]) if timeout > 0 else None
+            reply = self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
             if reply is None:
                 self._busy(timeout)
                 return False
@@ -67,37 +68,43 @@ class Lock(LockBase):
         with contextlib.suppress(Exception):
             run_script(self.client, RELEASE, self.keys, (token, self.name, now_ms(), self.base))
 
-    def _wait(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
+    def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands the lock over (pushed to our wake-up list), the
-        holder's TTL runs out, or the timeout passes. Returns the fence, or None."""
+        holder's TTL runs out, or the deadline (monotonic) passes. Returns the fence, or None."""
         try:
-            return self._wait_loop(client, token, timeout, pttl)
+            return self._wait_loop(client, token, deadline, pttl)
         except BaseException:
             # Leave the queue, so no hand-off goes to a waiter that stopped waiting; if one
             # already did, give the lock on.
             with contextlib.suppress(Exception):
-                if run_script(client, GIVE_UP, self.keys[:2], (token, self.base)) >= 0:
-                    run_script(client, RELEASE, self.keys, (token, self.name, now_ms(), self.base))
+                self._leave(client, token)
             raise
 
-    def _wait_loop(self, client: Any, token: str, timeout: float, pttl: int) -> int | None:
-        deadline = time.monotonic() + timeout
+    def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
+        # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
+        # time (see ``blocking``), and nothing is acquired once it has passed.
         wake = f"{self._base}w:{token}"
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                fence = run_script(client, GIVE_UP, self._keys[:2], (token, self._base))
-                return fence if fence >= 0 else None
-            block = min(remaining, self._fallback_delay())
-            if pttl > 0:
-                block = min(block, pttl / 1000 + 0.001)
-            popped = call(client, "BLPOP", wake, max(block, 0.001))
-            if popped is not None:
-                return int(popped[1])
+            if remaining > 0:
+                block = min(remaining, self._fallback_delay())
+                if pttl > 0:
+                    block = min(block, pttl / 1000 + 0.001)
+                popped = call(client, "BLPOP", wake, max(block, 0.0005))
+                if popped is not None and time.monotonic() <= deadline:
+                    return int(popped[1])
+            if time.monotonic() >= deadline:
+                self._leave(client, token)
+                return None
             reply = run_script(client, ACQUIRE, self._keys, self._acquire_args(token, True, True))
             if type(reply) is int:
                 return reply
             pttl = reply[0]
+
+    def _leave(self, client: Any, token: str) -> None:
+        """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
+        if run_script(client, GIVE_UP, self._keys[:2], (token, self._base)) >= 0:
+            run_script(client, RELEASE, self._keys, (token, self.name, now_ms(), self._base))
 
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
