@@ -29,6 +29,21 @@ def _task() -> Any:
     return asyncio.current_task() or get_ident()
 
 
+def _cancelling() -> int:
+    """How many cancellations of the current task are pending (Python 3.11+; else 0)."""
+    task = asyncio.current_task()
+    count = getattr(task, "cancelling", None)
+    return int(count()) if count is not None else 0
+
+
+def _cancelled_since(before: int) -> None:
+    """Raise the CancelledError that a cancel() during the last await should have raised:
+    redis-py's asyncio client can swallow it mid-command, and the waiter would then wait on
+    until its timeout."""
+    if _cancelling() > before:
+        raise asyncio.CancelledError
+
+
 class AsyncLock(LockBase):
     """``async with AsyncLock("name"):`` — see ``Lock`` for the options."""
 
@@ -100,14 +115,18 @@ class AsyncLock(LockBase):
                 block = min(remaining, self._fallback_delay())
                 if pttl > 0:
                     block = min(block, pttl / 1000 + 0.001)
+                asked = _cancelling()
                 popped = await call(client, "BLPOP", wake, max(block, 0.0005))
+                _cancelled_since(asked)
                 if popped is not None and time.monotonic() <= deadline:
                     return int(popped[1])
             if time.monotonic() >= deadline:
                 await self._leave(client, token)
                 return None
             args = self._acquire_args(token, True, True)
+            asked = _cancelling()
             reply = await run_script(client, ACQUIRE, self._keys, args)
+            _cancelled_since(asked)
             if type(reply) is int:
                 return reply
             pttl = reply[0]
