@@ -8,6 +8,7 @@ import asyncio
 import os
 import queue
 import signal
+import statistics
 import threading
 import time
 from typing import Any
@@ -22,9 +23,17 @@ from django_redislock import AsyncLock, Lock, get_redis, redis_locked
 pytestmark = pytest.mark.django_db(transaction=True)
 
 T = 0.1
-# Generous for a loaded 2-core box, yet a wait ended by Redis's 100 ms tick (up to 0.2 s)
-# does not fit in it.
-LATE = 0.05
+# Single waits: generous for a loaded 2-core box. Series of waits: their median must be
+# within ON_TIME of the deadline, which waits ended by Redis's 100 ms tick (late by 50 ms
+# on average) never are, while a stall of the machine now and then does not fail the test.
+LATE = 0.1
+ON_TIME = 0.025
+
+
+def assert_on_time(took: list[float], deadline: float = T) -> None:
+    assert min(took) >= deadline - 0.001, f"early: {sorted(took)}"
+    assert statistics.median(took) <= deadline + ON_TIME, f"late: {sorted(took)}"
+    assert max(took) <= deadline + 3 * LATE, f"late: {sorted(took)}"
 
 
 def queued(name: str) -> int:
@@ -59,10 +68,12 @@ def test_a_timed_out_acquire_answers_on_time(backend):
     holder = Lock("deadline", ttl=30)
     holder.acquire()
     for fair in (False, True):
+        tooks = []
         for _ in range(10):
             got, took = timed(lambda fair=fair: Lock("deadline", ttl=30, fair=fair).acquire(T))
             assert not got
-            assert T <= took <= T + LATE, f"took {took:.3f}s"
+            tooks.append(took)
+        assert_on_time(tooks)
     assert queued("deadline") == 0, "a waiter that timed out must leave the queue"
     if backend.kind != "fakeredis":
         assert blocked_clients(backend) == 0
@@ -83,8 +94,7 @@ def test_a_timed_out_async_acquire_answers_on_time(backend):
                 took.append(time.monotonic() - start)
         return took
 
-    for took in asyncio.run(main()):
-        assert T <= took <= T + LATE, f"took {took:.3f}s"
+    assert_on_time(asyncio.run(main()))
     assert queued("deadline") == 0
     if backend.kind != "fakeredis":
         assert blocked_clients(backend) == 0
@@ -102,13 +112,16 @@ def test_the_decorator_answers_busy_within_its_timeout(backend):
 
     holder = Lock("deadline:1", ttl=30)
     holder.acquire()
-    for _ in range(5):
+    sync_took, async_took = [], []
+    for _ in range(7):
         start = time.monotonic()
         assert view(HttpRequest(), n=1).status_code == 409
-        assert T <= time.monotonic() - start <= T + LATE
+        sync_took.append(time.monotonic() - start)
         start = time.monotonic()
         assert asyncio.run(async_view(HttpRequest(), n=1)).status_code == 409
-        assert T <= time.monotonic() - start <= T + LATE
+        async_took.append(time.monotonic() - start)
+    assert_on_time(sync_took)
+    assert_on_time(async_took)
     holder.release()
     assert view(HttpRequest(), n=1).status_code == 200
 
