@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.admin.models import CHANGE, DELETION
-from django.http import Http404
+from django.core.exceptions import BadRequest
+from django.http import Http404, QueryDict
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
 
@@ -46,8 +47,12 @@ class Action:
     logged_as: Callable[[Mapping[str, str]], tuple[str, str]]
 
 
-def target(action: Action, data: Mapping[str, str]) -> dict[str, str]:
-    """The action's target read from GET or POST data; 404 when it is malformed."""
+def target(action: Action, data: QueryDict) -> dict[str, str]:
+    """The action's target read from GET or POST data; 404 when it is malformed, 400 when
+    a field is given twice (which one was meant cannot be known)."""
+    twice = [name for name in action.fields if len(data.getlist(name)) > 1]
+    if twice:
+        raise BadRequest(f"{', '.join(twice)} given more than once.")
     found = {name: data.get(name, "") for name in action.fields}
     if not all(found.values()):
         raise Http404(f"Missing {', '.join(n for n, v in found.items() if not v)}.")
@@ -61,7 +66,17 @@ def target(action: Action, data: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
-def _when(moment: datetime) -> str:
+def due_at(job: Job) -> datetime | None:
+    """When the job is due; None when its stored time is no date (corrupt)."""
+    try:
+        return job.due_at
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return "an unreadable time"
     seconds = moment.timestamp() - time.time()
     relative = f"in {duration(seconds)}" if seconds > 0 else f"{duration(seconds)} ago"
     return f"{date_format(localtime(moment), 'Y-m-d H:i:s')} ({relative})"
@@ -112,7 +127,7 @@ def _describe_run(t: Mapping[str, str]) -> dict[str, Any]:
     queue, job = _job(t, "scheduled")
     return {
         "summary": f"Run job “{job.id}” ({job.task}) of queue “{queue.name}” now instead "
-        f"of at {_when(job.due_at)}.",
+        f"of at {_when(due_at(job))}.",
         "job": job,
     }
 
