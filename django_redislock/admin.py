@@ -55,6 +55,12 @@ else:
     _ModelAdmin = admin.ModelAdmin
 
 
+def corrupt(exc: Exception) -> bool:
+    """Whether Redis refused a command because a key holds another type than this app
+    writes there: the page answers (with the error), as Redis itself is fine."""
+    return isinstance(exc, redis.ResponseError) and "WRONGTYPE" in str(exc)
+
+
 def _can(request: HttpRequest, permission: str) -> bool:
     return bool(request.user.has_perm(permission))
 
@@ -130,14 +136,20 @@ class DashboardAdmin(_ModelAdmin):
 
     def queues_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
-            rows = []
+            rows: list[dict[str, Any]] = []
             for name in conf.QUEUES:
                 queue = get_queue(name)
-                counts = queue.counts()
+                try:
+                    counts, oldest = queue.counts(), queue.oldest_ready_age()
+                except redis.ResponseError as exc:
+                    if not corrupt(exc):
+                        raise
+                    rows.append({"name": name, "error": str(exc)})  # the others still show
+                    continue
                 rows.append({
                     "name": name,
                     "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
-                    "oldest": queue.oldest_ready_age(),
+                    "oldest": oldest,
                 })  # fmt: skip
             return {"queues": rows}
 
@@ -212,7 +224,7 @@ class DashboardAdmin(_ModelAdmin):
             pager = Pager.of(request, counts[state])
             now = time.time()
             can_manage = _can(request, MANAGE)
-            rows = []
+            rows: list[dict[str, Any]] = []
             for job in q.jobs(state, pager.offset, PER_PAGE):
                 actions = [
                     (ACTIONS[a].label, self._confirm(request, a, queue=queue, job=job.id))
@@ -251,7 +263,8 @@ class DashboardAdmin(_ModelAdmin):
             messages.warning(request, str(gone))
             return HttpResponseRedirect(back)
         except REDIS_ERRORS as exc:
-            return self._render(request, "confirm.html", act.label, {"redis_error": exc}, 503)
+            status = 200 if corrupt(exc) else 503
+            return self._render(request, "confirm.html", act.label, {"redis_error": exc}, status)
         context = {
             **described, "action": act, "fields": fields, "next": back,
             "post_url": self._url("action", action),
@@ -327,7 +340,7 @@ class DashboardAdmin(_ModelAdmin):
             context, status = load(), 200
         except REDIS_ERRORS as exc:
             logger.warning("Admin page %s: Redis failed: %s", request.path, exc)
-            context, status = {"redis_error": exc}, 503
+            context, status = {"redis_error": exc}, 200 if corrupt(exc) else 503
         paused = request.GET.get("refresh") == "off"
         context.update(extra or {}, refresh=0 if paused else REFRESH_SECONDS, live=True)
         return self._render(request, template, title, context, status)

@@ -18,10 +18,11 @@ from django.test import Client
 from django_redislock import Lock, get_queue
 from django_redislock.conf import conf
 from django_redislock.queue import Queue
+from django_redislock.templatetags.redislock_admin import duration
 from django_redislock.worker import live_workers
 
 from .conftest import Backend, _configure
-from .test_admin import QUEUES, dead_job, html, staff_client, url
+from .test_admin import QUEUES, cell, dead_job, html, staff_client, url
 
 pytestmark = pytest.mark.django_db
 
@@ -524,3 +525,46 @@ def test_every_value_from_redis_is_escaped(queue: Queue, admin_client: Client) -
         assert "lock<b>" not in html(page)
     assert "&lt;script&gt;" in html(pages[0])
     assert "&lt;script&gt;" in html(pages[3])
+
+
+@pytest.mark.parametrize("state", ["ready", "scheduled", "running", "dead"])
+def test_a_state_set_of_another_type_is_shown_on_the_page(
+    queue: Queue, admin_client: Client, state: str
+) -> None:
+    key = {"ready": "ready", "scheduled": "sched", "running": "run", "dead": "dead"}[state]
+    queue.client.set(queue.base + key, "garbage")
+    dead_job(get_queue("emails"), "fine")
+    queues = admin_client.get(url("dashboard_changelist"))
+    assert queues.status_code == 200
+    assert "WRONGTYPE" in html(queues)
+    assert cell(queues, "emails", "dead") == "1"  # the other queues still show
+    jobs = admin_client.get(url("jobs", "default", state))
+    assert jobs.status_code == 200
+    assert "WRONGTYPE" in html(jobs)
+    confirm = admin_client.get(url("confirm", "purge"), {"queue": "default"})
+    assert confirm.status_code == 200
+    assert "WRONGTYPE" in html(confirm)
+    assert "Yes, purge" not in html(confirm)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="queue.CANCEL returns 0 when HMGET fails on a key that is not a hash, though its "
+    "header says a dead id whose key is not a hash is deleted too: such an entry (or an id "
+    "with no hash at all) stays in the dead set, and the admin's Delete says 'running or gone'",
+)
+@pytest.mark.parametrize("kind", ["string", "missing"])
+def test_a_dead_id_whose_key_is_no_hash_can_be_deleted(
+    queue: Queue, admin_client: Client, kind: str
+) -> None:
+    queue.client.zadd(queue.base + "dead", {"broken": 1})
+    if kind == "string":
+        queue.client.set(queue.base + "j:broken", "garbage")
+    done = admin_client.post(url("action", "delete"), {"queue": "default", "job": "broken"})
+    assert done.status_code == 302
+    assert queue.counts()["dead"] == 0
+
+
+@pytest.mark.parametrize("value", [None, "", "abc", float("nan"), float("inf"), [], "1e999"])
+def test_a_duration_of_no_number_is_a_dash(value: Any) -> None:
+    assert duration(value) == "—"
