@@ -265,6 +265,8 @@ class DashboardAdmin(_ModelAdmin):
         except REDIS_ERRORS as exc:
             status = 200 if corrupt(exc) else 503
             return self._render(request, "confirm.html", act.label, {"redis_error": exc}, status)
+        if "state" in act.optional and "job" in described:  # the state confirmed is posted
+            fields["state"] = described["job"].state
         context = {
             **described, "action": act, "fields": fields, "next": back,
             "post_url": self._url("action", action),

@@ -6,6 +6,7 @@ confirmation, never an action on another item than the one confirmed."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -329,6 +330,26 @@ def test_an_action_on_a_job_now_running_or_gone_says_so(
     assert gone.status_code == 200
     assert "nothing was" in html(gone) or "any more" in html(gone) or "done now" in html(gone)
     assert not LogEntry.objects.exists()
+
+
+def test_a_delete_confirmed_for_a_ready_job_spares_it_once_it_died(
+    queue: Queue, admin_client: Client
+) -> None:
+    queue.enqueue("tests.tasks.boom", job_id="j", priority=100)
+    confirm = admin_client.get(url("confirm", "delete"), {"queue": "default", "job": "j"})
+    form = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', html(confirm)))
+    assert form["state"] == "ready"
+    [popped] = queue.pop()  # meanwhile: it ran and failed for good
+    queue.bury(popped, ValueError("card declined"), "")
+    done = admin_client.post(url("action", "delete"), form, follow=True)
+    assert done.status_code == 200
+    assert "is dead now" in html(done)
+    assert queue.get("j").state == "dead"  # its error is kept for whoever looks at it
+    assert not LogEntry.objects.exists()
+    again = admin_client.post(url("action", "delete"), {**form, "state": "dead"}, follow=True)
+    assert "was deleted" in html(again)
+    bad = admin_client.post(url("action", "delete"), {**form, "state": "done"})
+    assert bad.status_code == 404
 
 
 def test_a_job_of_another_queue_is_never_touched(queue: Queue, admin_client: Client) -> None:
