@@ -62,8 +62,8 @@ PAGES_ARGS = [
 ]
 
 
-@pytest.fixture(params=["redis", "cluster"])
-def real(request: pytest.FixtureRequest, settings: Any) -> Backend:
+@pytest.fixture(params=["fakeredis", "redis", "cluster"])
+def store(request: pytest.FixtureRequest, settings: Any) -> Backend:
     backend = _configure(request, settings, request.param)
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
     return backend
@@ -76,12 +76,12 @@ def standalone(redis_backend: Backend, settings: Any) -> Backend:
 
 
 @pytest.fixture
-def queue(real: Backend) -> Queue:
+def queue(store: Backend) -> Queue:
     return get_queue("default")
 
 
 @pytest.fixture
-def held(real: Backend) -> Iterator[Lock]:
+def held(store: Backend) -> Iterator[Lock]:
     lock = Lock("flash-sale:42", ttl=60)
     assert lock.acquire()
     yield lock
@@ -134,7 +134,9 @@ def test_hostile_targets_get_a_4xx_or_a_message_and_change_nothing(
 
 
 @pytest.mark.parametrize("p", PAGES_ARGS)
-@pytest.mark.parametrize("q", ["", "*", "[", "\\", "(", "-", "+", "\xff", XSS, "x" * 10_000])
+@pytest.mark.parametrize(
+    "q", ["", "*", "[", "\\", "(", "-", "+", "\xff", "\x00", "a\nb", XSS, "x" * 10_000]
+)
 def test_page_numbers_and_searches_never_fail(
     standalone: Backend, admin_client: Client, p: str, q: str
 ) -> None:
@@ -180,6 +182,21 @@ def test_missing_or_empty_fields_are_a_4xx(
         assert 400 <= response.status_code < 500
     assert get_queue("default").counts()["scheduled"] == 1
     assert not LogEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"queue": "default", "job": "later", "pad": "x" * 3_000_000},
+        {"queue": "default", "job": "later", **{f"f{i}": "1" for i in range(1500)}},
+    ],
+)
+def test_an_oversized_post_is_a_400(
+    standalone: Backend, admin_client: Client, data: dict[str, str]
+) -> None:
+    get_queue("default").enqueue("tests.tasks.record", job_id="later", delay=600)
+    assert admin_client.post(url("action", "run"), data).status_code == 400
+    assert get_queue("default").counts()["scheduled"] == 1
 
 
 @pytest.mark.parametrize("action", ["run", "delete"])
@@ -475,7 +492,7 @@ GARBAGE_WORKERS = [
 
 @pytest.mark.parametrize("value", GARBAGE_WORKERS)
 def test_the_workers_page_shows_a_garbage_registry_entry(
-    real: Backend, admin_client: Client, value: str
+    store: Backend, admin_client: Client, value: str
 ) -> None:
     client = get_queue("default").client
     worker_entry(client, "good", json.dumps(GOOD_WORKER))
@@ -489,7 +506,7 @@ def test_the_workers_page_shows_a_garbage_registry_entry(
 
 @pytest.mark.parametrize("value", UNREADABLE_WORKERS)
 def test_the_workers_page_says_a_registry_entry_is_unreadable(
-    real: Backend, admin_client: Client, value: str | bytes
+    store: Backend, admin_client: Client, value: str | bytes
 ) -> None:
     client = get_queue("default").client
     worker_entry(client, "good", json.dumps(GOOD_WORKER))
@@ -505,7 +522,7 @@ def test_the_workers_page_says_a_registry_entry_is_unreadable(
     "is no JSON (or not UTF-8) raises, and no worker can be shown",
 )
 @pytest.mark.parametrize("value", UNREADABLE_WORKERS)
-def test_live_workers_skips_an_unreadable_entry(real: Backend, value: str | bytes) -> None:
+def test_live_workers_skips_an_unreadable_entry(store: Backend, value: str | bytes) -> None:
     client = get_queue("default").client
     worker_entry(client, "good", json.dumps(GOOD_WORKER))
     worker_entry(client, "bad", value)
