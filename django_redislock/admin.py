@@ -26,7 +26,17 @@ from django.urls import URLPattern, path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from .admin_actions import ACTIONS, JOB_ACTIONS, MANAGE, RELEASE, VIEW, Action, Gone, target
+from .admin_actions import (
+    ACTIONS,
+    JOB_ACTIONS,
+    MANAGE,
+    RELEASE,
+    VIEW,
+    Action,
+    Gone,
+    due_at,
+    target,
+)
 from .conf import conf
 from .exceptions import RedisUnavailable
 from .listing import list_locks
@@ -43,6 +53,12 @@ if TYPE_CHECKING:
     _ModelAdmin = admin.ModelAdmin[Dashboard]
 else:
     _ModelAdmin = admin.ModelAdmin
+
+
+def corrupt(exc: Exception) -> bool:
+    """Whether Redis refused a command because a key holds another type than this app
+    writes there: the page answers (with the error), as Redis itself is fine."""
+    return isinstance(exc, redis.ResponseError) and "WRONGTYPE" in str(exc)
 
 
 def _can(request: HttpRequest, permission: str) -> bool:
@@ -71,6 +87,14 @@ class Pager:
     @property
     def next(self) -> int:
         return self.number + 1
+
+
+def _seconds_since(moment: Any, now: float) -> float | None:
+    try:
+        seconds = now - float(moment)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def requested_page(request: HttpRequest) -> int:
@@ -112,14 +136,20 @@ class DashboardAdmin(_ModelAdmin):
 
     def queues_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
-            rows = []
+            rows: list[dict[str, Any]] = []
             for name in conf.QUEUES:
                 queue = get_queue(name)
-                counts = queue.counts()
+                try:
+                    counts, oldest = queue.counts(), queue.oldest_ready_age()
+                except redis.ResponseError as exc:
+                    if not corrupt(exc):
+                        raise
+                    rows.append({"name": name, "error": str(exc)})  # the others still show
+                    continue
                 rows.append({
                     "name": name,
                     "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
-                    "oldest": queue.oldest_ready_age(),
+                    "oldest": oldest,
                 })  # fmt: skip
             return {"queues": rows}
 
@@ -149,17 +179,40 @@ class DashboardAdmin(_ModelAdmin):
                 from .worker import live_workers
             except ImproperlyConfigured as exc:  # Django 5.2 without the Tasks backport
                 return {"note": str(exc), "workers": []}
-            now, rows = time.time(), []
-            for info in sorted(live_workers(), key=lambda w: str(w.get("id"))):
-                jobs = [job.partition(":") for job in info.get("jobs", [])]
-                rows.append({
-                    **info, "beat_age": now - float(info.get("beat", now)),
-                    "up": now - float(info.get("started", now)),
-                    "current": [(q, j, self._url("jobs", q, "running")) for q, _, j in jobs],
-                })  # fmt: skip
-            return {"workers": rows}
+            try:
+                entries = live_workers()
+            except ValueError as exc:  # an entry that is no JSON: the others cannot be read
+                logger.warning("Admin workers page: a registry entry is unreadable: %s", exc)
+                note = f"A worker's registry entry in Redis is unreadable ({exc})."
+                return {"note": note, "workers": []}
+            now = time.time()
+            rows = [self._worker_row(info, now) for info in entries]
+            return {"workers": sorted(rows, key=lambda row: row["id"])}
 
         return self._page(request, "workers.html", "Workers", load, {"tab": "workers"})
+
+    def _worker_row(self, info: Any, now: float) -> dict[str, Any]:
+        """A registry entry as shown: whatever it holds, never an error (it is written by
+        workers of any version, or by something else entirely)."""
+        if not isinstance(info, dict):
+            return {"id": "?", "host": f"(unreadable worker entry: {str(info)[:200]})",
+                    "queues": [], "current": [], "beat_age": None, "up": None}  # fmt: skip
+        queues, jobs = info.get("queues"), info.get("jobs")
+        current = []
+        for job in jobs if isinstance(jobs, list) else [jobs]:
+            queue, _, job_id = str(job).partition(":")
+            # Only a configured queue has a page (and a name a URL can carry).
+            link = self._url("jobs", queue, "running") if queue in conf.QUEUES else ""
+            current.append((queue, job_id, link))
+        return {
+            **{key: info.get(key) for key in ("host", "pid", "concurrency", "processed",
+                                              "failed")},
+            "id": str(info.get("id", "?")),
+            "queues": [str(q) for q in queues] if isinstance(queues, list) else [str(queues)],
+            "beat_age": _seconds_since(info.get("beat"), now),
+            "up": _seconds_since(info.get("started"), now),
+            "current": current if jobs else [],
+        }  # fmt: skip
 
     def jobs_view(self, request: HttpRequest, queue: str, state: str) -> HttpResponse:
         if queue not in conf.QUEUES or state not in STATES:
@@ -171,7 +224,7 @@ class DashboardAdmin(_ModelAdmin):
             pager = Pager.of(request, counts[state])
             now = time.time()
             can_manage = _can(request, MANAGE)
-            rows = []
+            rows: list[dict[str, Any]] = []
             for job in q.jobs(state, pager.offset, PER_PAGE):
                 actions = [
                     (ACTIONS[a].label, self._confirm(request, a, queue=queue, job=job.id))
@@ -179,6 +232,7 @@ class DashboardAdmin(_ModelAdmin):
                     if can_manage
                 ]
                 ages = {
+                    "due_at": due_at(job),
                     "due_in": job.score / 1000 - now,
                     "started_ago": now - job.started / 1000,
                     "finished_ago": now - job.finished / 1000,
@@ -209,7 +263,10 @@ class DashboardAdmin(_ModelAdmin):
             messages.warning(request, str(gone))
             return HttpResponseRedirect(back)
         except REDIS_ERRORS as exc:
-            return self._render(request, "confirm.html", act.label, {"redis_error": exc}, 503)
+            status = 200 if corrupt(exc) else 503
+            return self._render(request, "confirm.html", act.label, {"redis_error": exc}, status)
+        if "state" in act.optional and "job" in described:  # the state confirmed is posted
+            fields["state"] = described["job"].state
         context = {
             **described, "action": act, "fields": fields, "next": back,
             "post_url": self._url("action", action),
@@ -255,7 +312,9 @@ class DashboardAdmin(_ModelAdmin):
 
     def _next(self, request: HttpRequest, data: Any) -> str:
         url = str(data.get("next", ""))
-        safe = url_has_allowed_host_and_scheme(
+        # Control characters have no place in a link of these pages (and browsers drop some
+        # of them, so what is checked here is not what would be followed).
+        safe = url.isprintable() and url_has_allowed_host_and_scheme(
             url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
         )
         return url if url and safe else self._url("dashboard_changelist")
@@ -283,7 +342,7 @@ class DashboardAdmin(_ModelAdmin):
             context, status = load(), 200
         except REDIS_ERRORS as exc:
             logger.warning("Admin page %s: Redis failed: %s", request.path, exc)
-            context, status = {"redis_error": exc}, 503
+            context, status = {"redis_error": exc}, 200 if corrupt(exc) else 503
         paused = request.GET.get("refresh") == "off"
         context.update(extra or {}, refresh=0 if paused else REFRESH_SECONDS, live=True)
         return self._render(request, template, title, context, status)

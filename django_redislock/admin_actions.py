@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.admin.models import CHANGE, DELETION
-from django.http import Http404
+from django.core.exceptions import BadRequest
+from django.http import Http404, QueryDict
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
 
@@ -22,7 +23,7 @@ from .exceptions import JobNotFound
 from .keys import validate_name
 from .listing import describe_lock
 from .locks import Lock
-from .queue import Job, Queue, get_queue
+from .queue import STATES, Job, Queue, get_queue
 from .templatetags.redislock_admin import duration
 
 VIEW = "django_redislock.view_dashboard"
@@ -44,11 +45,19 @@ class Action:
     perform: Callable[[Mapping[str, str]], str]
     # The admin log entry's object id and text
     logged_as: Callable[[Mapping[str, str]], tuple[str, str]]
+    # Fields the confirmation form adds, checked when present: the state the job was
+    # confirmed in (a job that changed state meanwhile is not the one confirmed)
+    optional: tuple[str, ...] = ()
 
 
-def target(action: Action, data: Mapping[str, str]) -> dict[str, str]:
-    """The action's target read from GET or POST data; 404 when it is malformed."""
+def target(action: Action, data: QueryDict) -> dict[str, str]:
+    """The action's target read from GET or POST data; 404 when it is malformed, 400 when
+    a field is given twice (which one was meant cannot be known)."""
+    twice = [n for n in action.fields + action.optional if len(data.getlist(n)) > 1]
+    if twice:
+        raise BadRequest(f"{', '.join(twice)} given more than once.")
     found = {name: data.get(name, "") for name in action.fields}
+    given = {name: data.get(name, "") for name in action.optional if data.get(name)}
     if not all(found.values()):
         raise Http404(f"Missing {', '.join(n for n, v in found.items() if not v)}.")
     if "queue" in found and found["queue"] not in conf.QUEUES:
@@ -58,10 +67,22 @@ def target(action: Action, data: Mapping[str, str]) -> dict[str, str]:
             validate_name(found["name"])
         except ValueError as exc:
             raise Http404(str(exc)) from exc
-    return found
+    if given.get("state", "ready") not in STATES:
+        raise Http404(f"No state {given['state']!r}.")
+    return {**found, **given}
 
 
-def _when(moment: datetime) -> str:
+def due_at(job: Job) -> datetime | None:
+    """When the job is due; None when its stored time is no date (corrupt)."""
+    try:
+        return job.due_at
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return "an unreadable time"
     seconds = moment.timestamp() - time.time()
     relative = f"in {duration(seconds)}" if seconds > 0 else f"{duration(seconds)} ago"
     return f"{date_format(localtime(moment), 'Y-m-d H:i:s')} ({relative})"
@@ -112,7 +133,7 @@ def _describe_run(t: Mapping[str, str]) -> dict[str, Any]:
     queue, job = _job(t, "scheduled")
     return {
         "summary": f"Run job “{job.id}” ({job.task}) of queue “{queue.name}” now instead "
-        f"of at {_when(job.due_at)}.",
+        f"of at {_when(due_at(job))}.",
         "job": job,
     }
 
@@ -150,6 +171,8 @@ def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _delete(t: Mapping[str, str]) -> str:
+    if "state" in t:  # checked before, not with, the delete: a window of one round trip
+        _job(t, t["state"])
     queue = get_queue(t["queue"])
     if not queue.delete(t["job"]):
         raise Gone(f"Job “{t['job']}” is running or gone; nothing was deleted.")
@@ -188,7 +211,8 @@ ACTIONS = {
                       _release, _as_lock),
     "run": Action("Run now", MANAGE, CHANGE, JOB, _describe_run, _run, _as_job),
     "retry": Action("Retry", MANAGE, CHANGE, JOB, _describe_retry, _retry, _as_job),
-    "delete": Action("Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, _as_job),
+    "delete": Action("Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, _as_job,
+                     optional=("state",)),
     "purge": Action("Purge dead jobs", MANAGE, DELETION, ("queue",), _describe_purge, _purge,
                     _as_dead),
 }  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from django import template
@@ -12,10 +13,14 @@ register = template.Library()
 
 @register.filter
 def duration(seconds: float | None) -> str:
-    """``0.25`` → "250 ms", ``75`` → "1 min 15 s", ``90000`` → "1 d 1 h"; None → "—"."""
-    if seconds is None:
+    """``0.25`` → "250 ms", ``75`` → "1 min 15 s", ``90000`` → "1 d 1 h"; None, or what is
+    no finite number, → "—"."""
+    try:
+        seconds = abs(float(seconds))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
         return "—"
-    seconds = abs(float(seconds))
+    if math.isnan(seconds) or math.isinf(seconds):
+        return "—"
     if seconds < 1:
         return f"{round(seconds * 1000)} ms"
     if seconds < 10:
