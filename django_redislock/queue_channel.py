@@ -150,6 +150,11 @@ class Channel:
             except (*UNAVAILABLE, OSError) as exc:
                 self._drop()
                 raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+            except redis.ResponseError as exc:
+                # Refused again (out of memory, a read-only replica...): it did not run. Left
+                # pending, its reply slot would be taken by the next one's: start afresh.
+                self._drop()
+                raise RedisUnavailable(f"Redis refused the worker's script ({exc})") from exc
             self.pending.popleft()
             if script is POP:
                 self.fetches -= 1

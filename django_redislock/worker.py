@@ -400,7 +400,10 @@ class Worker:
                 if not action():
                     logger.warning("A job's lease ran out before it finished; it may run again.")
                 return
-            except RedisUnavailable:
+            except (RedisUnavailable, redis.ResponseError) as exc:
+                # Redis away, or refusing writes for now (out of memory, a failover's
+                # read-only replica): the outcome is retried, never the worker's end.
+                logger.debug("Recording a job's outcome failed: %s", exc)
                 if time.monotonic() > deadline:
                     logger.error("Could not record a job's outcome; it will run again.")
                     return
