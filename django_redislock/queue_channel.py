@@ -113,6 +113,21 @@ class Channel:
         with self.lock:
             self._read_until(lambda: not self.pending)
 
+    def poll(self) -> None:
+        """Read the replies that have come, without waiting for more; never waits for a busy
+        channel. The housekeeping thread calls it often: a connection killed or a script
+        flushed under acknowledgements sent is found out now (they are sent again, or rerun)
+        rather than when BACKLOG replies have piled up, long after their leases ran out."""
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            if self.pending:
+                self._read_until(lambda: not self._arrived())
+        except RedisUnavailable as exc:  # what it carried was handed back, to send again
+            logger.debug("Reading the worker's replies failed: %s", exc)
+        finally:
+            self.lock.release()
+
     def close(self) -> None:
         with self.lock:
             self._drop()
@@ -166,6 +181,13 @@ class Channel:
                 ]
             if lost:
                 self.on_lost(lost)
+
+    def _arrived(self) -> bool:
+        """A reply (or the connection's end) is there to read."""
+        try:
+            return bool(self.conn.can_read(timeout=0))
+        except (*UNAVAILABLE, OSError):
+            return True  # closed: reading it says so, and starts afresh
 
     def _drop(self) -> None:
         """Close the connection; what was sent on it may or may not have run: the

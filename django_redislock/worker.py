@@ -445,6 +445,8 @@ class Worker:
                 self.ahead.clear()
         self._acknowledge(finished)
         self._release(ahead)
+        for channel in self.channels.values():
+            channel.poll()
 
     def _acknowledge(self, finished: dict[Queue, list[tuple[Job, str | None]]]) -> None:
         """Send the acknowledgements of finished jobs (not waiting for the replies); those

@@ -91,9 +91,9 @@ def settled(queue: Queue) -> bool:
 
 def all_done(queue: Queue, ids: list[str], dead: int = 0) -> None:
     found = states(queue, ids)
-    assert {s for s in found.values()} == {"k"}, {
-        job_id: s for job_id, s in found.items() if s != "k"
-    }
+    assert {s for s in found.values()} == {"k"}, [
+        (job.id, job.attempts, job.errors) for job in queue.jobs("dead", 0, 5)
+    ]
     assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": dead}
 
 
@@ -188,3 +188,122 @@ def test_a_refused_script_leaves_the_channel_in_step(server: RedisServer) -> Non
     channel.sync()
     assert queue.get("j1").attempts == 1
     channel.close()
+
+
+# --- connections killed, scripts flushed, the server restarted ----------------------------
+
+
+def counts_when_reachable(queue: Queue) -> dict[str, int] | None:
+    """The queue's counts, or None when this test's own connection was just killed."""
+    try:
+        return queue.counts()
+    except (redis.ConnectionError, RedisUnavailable):
+        return None
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.parametrize("attack", ["client kill", "script flush"])
+def test_a_drain_under_fire_completes_every_job(
+    server: RedisServer, processes: Processes, concurrency: int, attack: str
+) -> None:
+    """Every normal connection killed (``CLIENT KILL TYPE normal``), or every script flushed,
+    every 100 ms while a worker drains 5,000 jobs: each one ends done, none dead."""
+    queue = get_queue()
+    total = 5000
+    ids = [f"j{i}" for i in range(total)]
+    queue.enqueue_many(naps(total, 0.0002))
+    admin = server.client()
+    worker = processes.start(run_worker, concurrency)
+    attacks = 0
+    deadline = time.monotonic() + 150
+    while True:
+        time.sleep(0.1)
+        if attack == "client kill":
+            admin.execute_command("CLIENT", "KILL", "TYPE", "normal")
+        else:
+            admin.script_flush()
+        attacks += 1
+        counts = counts_when_reachable(queue)
+        if counts is not None and counts["ready"] + counts["scheduled"] + counts["running"] == 0:
+            break
+        assert time.monotonic() < deadline, counts
+    assert attacks >= 3, "the drain was over before the attacks began"
+    assert worker.is_alive(), f"the worker died: exit code {worker.exitcode}"
+    all_done(queue, ids)
+    stop(worker)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.parametrize("aof", [False, True])
+def test_workers_carry_on_after_redis_restarts(
+    settings: Any, processes: Processes, concurrency: int, aof: bool
+) -> None:
+    """The server restarted (with its AOF, or forgetting everything) under two workers and
+    a producer: the workers reconnect by themselves (channel, waiter, kept connection) and
+    run every job enqueued after; with the AOF, every job enqueued before ends done too."""
+    args = ("--appendonly", "yes", "--appendfsync", "always") if aof else ()
+    with RedisServer(*args) as own:
+        settings.REDISLOCK = {
+            "URL": own.url,
+            "QUEUES": {"default": {"LEASE": 1, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.01}},
+        }
+        queue = get_queue()
+        workers = [processes.start(run_worker, concurrency) for _ in range(2)]
+        wait_for(lambda: len(live_workers()) == 2)
+        before = [{"task": NAP, "args": [i, 0.002], "job_id": f"b{i}"} for i in range(1000)]
+        queue.enqueue_many(before)
+        time.sleep(0.3)  # the workers are at it
+        own.restart()
+        time.sleep(0.5)  # idle workers reconnect, or find the server empty
+        after = [{"task": NAP, "args": [i, 0.0], "job_id": f"a{i}"} for i in range(500)]
+        for spec in after:  # one by one: each wakes a blocked worker
+            queue.enqueue(**spec)
+        ids = [spec["job_id"] for spec in after]
+        if aof:
+            ids += [spec["job_id"] for spec in before]
+        wait_for(lambda: settled(queue), 60)
+        found = states(queue, ids)
+        assert {s for s in found.values()} == {"k"}, {i: s for i, s in found.items() if s != "k"}
+        assert queue.counts()["dead"] == 0
+        for worker in workers:
+            stop(worker)
+
+
+# --- a worker frozen past its leases ------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_worker_frozen_past_its_leases_wakes_without_harm(
+    server: RedisServer, processes: Processes, concurrency: int
+) -> None:
+    """SIGSTOP a worker holding leases (running and leased ahead) until they run out; another
+    worker takes its jobs; SIGCONT: its late starts, acknowledgements and renewals find
+    their leases lost and change nothing. Every job ends done, none dead."""
+    settings_queues = {"default": {"LEASE": 1, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.01}}
+    from django.conf import settings
+
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": settings_queues}
+    queue = get_queue()
+    total = 400
+    ids = [f"j{i}" for i in range(total)]
+    queue.enqueue_many(naps(total, 0.01))
+    sleeper = processes.start(run_worker, concurrency)
+    wait_for(lambda: queue.counts()["running"] > 0 and queue.counts()["ready"] < total - 20)
+    os.kill(sleeper.pid, signal.SIGSTOP)
+    frozen = {job.id for job in queue.jobs("running", 0, 1000)}
+    assert frozen
+    time.sleep(2.5)  # its leases run out
+    other = processes.start(run_worker, concurrency)
+    wait_for(lambda: settled(queue), 60)
+    all_done(queue, ids)
+    os.kill(sleeper.pid, signal.SIGCONT)
+    time.sleep(2.0)  # it finishes what it held, and finds nothing more
+    all_done(queue, ids)
+    queue.enqueue_many(naps(50))  # both still work
+    wait_for(lambda: settled(queue), 30)
+    all_done(queue, ids)
+    stop(sleeper)
+    stop(other)
