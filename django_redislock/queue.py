@@ -113,7 +113,11 @@ def _error(error: str | BaseException) -> tuple[str, str]:
     if isinstance(error, str):
         return error, ""
     cls = type(error)
-    return f"{cls.__name__}: {error}", f"{cls.__module__}.{cls.__qualname__}"
+    try:
+        text = str(error)
+    except Exception:  # a task's exception whose __str__ fails: its failure is kept all the same
+        text = "<the exception's text could not be made>"
+    return f"{cls.__name__}: {text}", f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _trimmed(traceback: str) -> str:

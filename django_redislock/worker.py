@@ -409,6 +409,9 @@ class Worker:
                     return
                 time.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
+            except Exception:  # a bug, or what a task left behind: never the worker's end
+                logger.exception("Could not record a job's outcome; it will run again.")
+                return
 
     # --- heartbeat and registry -------------------------------------------------------
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import time
+from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -277,14 +280,12 @@ def test_workers_carry_on_after_redis_restarts(
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_a_worker_frozen_past_its_leases_wakes_without_harm(
-    server: RedisServer, processes: Processes, concurrency: int
+    server: RedisServer, processes: Processes, settings: Any, concurrency: int
 ) -> None:
     """SIGSTOP a worker holding leases (running and leased ahead) until they run out; another
     worker takes its jobs; SIGCONT: its late starts, acknowledgements and renewals find
     their leases lost and change nothing. Every job ends done, none dead."""
     settings_queues = {"default": {"LEASE": 1, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.01}}
-    from django.conf import settings
-
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": settings_queues}
     queue = get_queue()
     total = 400
@@ -307,3 +308,200 @@ def test_a_worker_frozen_past_its_leases_wakes_without_harm(
     all_done(queue, ids)
     stop(sleeper)
     stop(other)
+
+
+# --- workers killed at random -------------------------------------------------------------
+
+
+def charged_on(queue: Queue, worker_pid: int) -> set[str]:
+    """The jobs leased to the (frozen) worker ``worker_pid`` whose attempt was charged:
+    started, as far as Redis knows."""
+    client = get_redis()
+    charged = set()
+    for job in queue.jobs("running", 0, 1000):
+        if job.worker and int(job.worker.split(":")[-2]) == worker_pid:
+            lease, started = client.hmget(queue.key("j:" + job.id), "l", "sl")
+            if lease is not None and lease == started:
+                charged.add(job.id)
+    return charged
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_workers_killed_at_random_bury_no_innocent_job(
+    server: RedisServer, processes: Processes, concurrency: int
+) -> None:
+    """MAX_ATTEMPTS=2, quick jobs, workers SIGKILLed at random moments (mid-job, with START
+    notes unread, mid-fetch, in the middle of a SIGTERM's drain): no job is lost, and a job
+    is dead only if two of the kills caught it started."""
+    rng = random.Random(4242 + concurrency)
+    queue = get_queue()
+    total = 8000
+    ids = [f"j{i}" for i in range(total)]
+    queue.enqueue_many(naps(total, 0.001))
+    workers = [processes.start(run_worker, concurrency) for _ in range(3)]
+    caught: Counter[str] = Counter()
+    kills = 0
+    while kills < 20 and queue.counts()["ready"] > 300:
+        time.sleep(rng.uniform(0.05, 0.3))
+        victim = workers.pop(rng.randrange(len(workers)))
+        if rng.random() < 0.4:  # killed while draining after a SIGTERM
+            os.kill(victim.pid, signal.SIGTERM)
+            time.sleep(rng.uniform(0, 0.03))
+        os.kill(victim.pid, signal.SIGSTOP)
+        time.sleep(0.05)  # what it had sent reaches Redis
+        caught.update(charged_on(queue, victim.pid))
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.join(5)
+        kills += 1
+        workers.append(processes.start(run_worker, concurrency))
+    assert kills >= 5, "the queue drained before the killer got going"
+    wait_for(lambda: settled(queue), 90)
+    found = states(queue, ids)
+    assert set(found.values()) <= {"k", "d"}, "a job was lost"
+    dead = {job_id for job_id, state in found.items() if state == "d"}
+    assert caught, "no kill caught a job started"
+    assert dead <= {job_id for job_id, n in caught.items() if n >= 2}
+    print(f"\n{kills} kills caught {len(caught)} started jobs; {len(dead)} dead")
+    for worker in workers:
+        stop(worker)
+
+
+# --- tasks that end their worker, or hang -------------------------------------------------
+
+
+@task()
+def exit_now() -> None:
+    os._exit(0)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_task_calling_os_exit_buries_only_itself(
+    server: RedisServer, processes: Processes, concurrency: int
+) -> None:
+    """``os._exit(0)`` skips every handler: the worker is gone, as if killed. Its attempt
+    was charged when it started: after MAX_ATTEMPTS such exits it is dead, and nothing else
+    is lost."""
+    queue = get_queue()
+    queue.enqueue_many(naps(10))
+    queue.enqueue("tests.test_worker_chaos.exit_now", job_id="exit")
+    queue.enqueue_many([{"task": NAP, "args": [i], "job_id": f"k{i}"} for i in range(30)])
+    exits = 0
+    while queue.get("exit").state != "dead":
+        assert exits < 4, "the exiting job was never buried"
+        worker = processes.start(run_worker, concurrency)
+        worker.join(30)
+        assert worker.exitcode == 0
+        exits += 1
+        wait_for(lambda: queue.fetch(0) is not None and queue.counts()["running"] == 0, 10)
+    assert exits == 2
+    assert queue.get("exit").attempts == 2
+    worker = processes.start(run_worker, concurrency)
+    wait_for(lambda: settled(queue), 30)
+    found = states(queue, [f"j{i}" for i in range(10)] + [f"k{i}" for i in range(30)])
+    assert set(found.values()) <= {"k", "d"}
+    if concurrency == 1:
+        assert set(found.values()) == {"k"}
+    stop(worker)
+
+
+@task()
+def hang(n: int, seconds: float) -> int:
+    get_redis().rpush(STARTED, str(n))
+    time.sleep(seconds)
+    return n
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_task_hanging_past_its_lease_runs_once(
+    server: RedisServer, processes: Processes, concurrency: int
+) -> None:
+    """A job running three leases long: its worker renews its lease, so the other worker
+    never takes it; it runs once and ends done."""
+    queue = get_queue()  # LEASE 2
+    queue.enqueue("tests.test_worker_chaos.hang", args=[1, 6.0], job_id="hung")
+    queue.enqueue_many(naps(50))
+    workers = [processes.start(run_worker, concurrency) for _ in range(2)]
+    wait_for(lambda: queue.get("hung").state == "done", 30)
+    wait_for(lambda: settled(queue), 30)
+    assert get_redis().lrange(STARTED, 0, -1) == [b"1"]
+    assert queue.get("hung").attempts == 1
+    all_done(queue, ["hung"] + [f"j{i}" for i in range(50)])
+    for worker in workers:
+        stop(worker)
+
+
+# --- the clock ------------------------------------------------------------------------------
+
+
+def test_due_now_in_the_past_and_far_away(server: RedisServer, processes: Processes) -> None:
+    """Jobs due exactly now (by Redis's clock), in the past, with delay=0 and a sub-ms delay
+    run at once; one due in the year 9999 waits, scheduled, and the worker carries on."""
+    queue = get_queue()
+    seconds, micros = get_redis().time()
+    now = datetime.fromtimestamp(seconds + micros / 1e6, tz=timezone.utc)
+    far = datetime(9999, 12, 31, tzinfo=timezone.utc)
+    worker = processes.start(run_worker, 1)
+    wait_for(lambda: len(live_workers()) == 1)
+    queue.enqueue(NAP, args=[1], job_id="now", at=now)
+    queue.enqueue(NAP, args=[2], job_id="past", at=now - timedelta(days=400))
+    queue.enqueue(NAP, args=[3], job_id="epoch", at=datetime(1969, 1, 1, tzinfo=timezone.utc))
+    queue.enqueue(NAP, args=[4], job_id="zero", delay=0)
+    queue.enqueue(NAP, args=[5], job_id="tiny", delay=0.0004)
+    queue.enqueue(NAP, args=[6], job_id="far", at=far)
+    ids = ["now", "past", "epoch", "zero", "tiny"]
+    wait_for(lambda: set(states(queue, ids).values()) == {"k"}, 10)
+    assert queue.counts() == {"ready": 0, "scheduled": 1, "running": 0, "dead": 0}
+    assert queue.get("far").score == round(far.timestamp() * 1000)
+    queue.enqueue_many(naps(20))
+    wait_for(lambda: queue.counts()["ready"] + queue.counts()["running"] == 0, 10)
+    assert set(states(queue, [f"j{i}" for i in range(20)]).values()) == {"k"}
+    stop(worker)
+
+
+# --- what a task may raise ------------------------------------------------------------------
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this one")
+
+
+@task()
+def raise_odd(kind: str) -> None:
+    if kind == "generator-exit":
+        raise GeneratorExit
+    if kind == "unprintable":
+        raise Unprintable
+    raise StopIteration  # a RuntimeError once it leaves a coroutine
+
+
+@task()
+async def raise_odd_async(kind: str) -> None:
+    raise_odd.call(kind)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_odd_exceptions_are_failed_attempts(server: RedisServer, concurrency: int) -> None:
+    """GeneratorExit, StopIteration, an exception whose text cannot be made, from sync and
+    async tasks: each is a failed attempt (dead after two), recorded; the worker works on."""
+    queue = get_queue()
+    kinds = ["generator-exit", "unprintable", "stop-iteration"]
+    for kind in kinds:
+        queue.enqueue("tests.test_worker_chaos.raise_odd", args=[kind], job_id=kind)
+        queue.enqueue("tests.test_worker_chaos.raise_odd_async", args=[kind], job_id=f"a-{kind}")
+    queue.enqueue_many(naps(5))
+    deadline = time.monotonic() + 45
+    while not settled(queue):
+        Worker(["default"], concurrency=concurrency, burst=True).run()
+        assert time.monotonic() < deadline, queue.counts()
+        time.sleep(0.02)
+    all_done(queue, [f"j{i}" for i in range(5)], dead=6)
+    for job in queue.jobs("dead"):
+        assert job.attempts == 2, job
+        assert len(job.errors) == 2, job
+        assert "lease ran out" not in job.error, job
+    assert "Unprintable" in queue.get("unprintable").error
