@@ -13,6 +13,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -21,7 +22,7 @@ import redis
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.queue import Queue
+from django_redislock.queue import MAX_DELAY, Queue
 from django_redislock.queue_channel import Channel
 from django_redislock.testing import RedisServer
 from django_redislock.worker import Worker, live_workers
@@ -505,3 +506,26 @@ def test_odd_exceptions_are_failed_attempts(server: RedisServer, concurrency: in
         assert len(job.errors) == 2, job
         assert "lease ran out" not in job.error, job
     assert "Unprintable" in queue.get("unprintable").error
+
+
+def test_delays_past_a_century_are_refused(server: RedisServer) -> None:
+    """A delay of 1e20 s gave a due time Redis could not reply as an integer (the job came
+    back with a score of -2**63, and its due_at could not be made): refused, naming delay.
+    A failure's backoff after many attempts stays within the bound too."""
+    queue = get_queue()
+    for delay in (1e20, 1e300, MAX_DELAY + 1):
+        with pytest.raises(ValueError, match="delay"):
+            queue.enqueue(NAP, args=[1], delay=delay)
+    job = queue.enqueue(NAP, args=[1], job_id="century", delay=MAX_DELAY)
+    assert job.score == queue.get("century").score > 0
+    assert job.due_at.year >= 2100
+    assert queue.requeue("century")
+    (leased,) = queue.pop()
+    for delay in (1e20, float("nan"), -1):
+        with pytest.raises(ValueError, match="delay"):
+            queue.retry(leased, delay=delay)
+    many = replace(leased, attempts=5000)
+    assert queue.backoff(many) == MAX_DELAY
+    assert queue.retry(many)
+    assert queue.get("century").score > 0
+    assert queue.get("century").due_at.year >= 2100
