@@ -7,14 +7,18 @@ MAX_ATTEMPTS times) and no worker stops because of Redis or of a task."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -529,3 +533,57 @@ def test_delays_past_a_century_are_refused(server: RedisServer) -> None:
     assert queue.retry(many)
     assert queue.get("century").score > 0
     assert queue.get("century").due_at.year >= 2100
+
+
+# --- the command, with Redis gone under it ----------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def command_worker(redislock: dict[str, Any], *options: str) -> subprocess.Popen[bytes]:
+    """``manage.py run_queue_worker`` in a process of its own (output: its log's tail)."""
+    code = (
+        "import django, json, os; django.setup(); from django.conf import settings;"
+        "settings.REDISLOCK = json.loads(os.environ['REDISLOCK_TEST_SETTINGS']);"
+        "from django.core.management import execute_from_command_line;"
+        "execute_from_command_line(['manage.py', 'run_queue_worker', *json.loads("
+        "os.environ['REDISLOCK_TEST_OPTIONS'])])"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "REDISLOCK_TEST_SETTINGS": json.dumps(redislock),
+        "REDISLOCK_TEST_OPTIONS": json.dumps(list(options)),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path]),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_the_command_rides_out_a_restart_and_drains_with_redis_gone(
+    server: RedisServer, settings: Any, concurrency: str
+) -> None:
+    """``run_queue_worker``: Redis restarted under it (it reconnects and runs what comes
+    next), then Redis killed while a job runs and SIGTERM sent: it finishes the job, cannot
+    record it, and still exits 0 within a lease or so."""
+    queue = get_queue()
+    worker = command_worker(settings.REDISLOCK, "--concurrency", concurrency)
+    try:
+        wait_for(lambda: len(live_workers()) == 1, 30)
+        server.restart()
+        queue.enqueue_many(naps(200))
+        wait_for(lambda: settled(queue), 30)
+        all_done(queue, [f"j{i}" for i in range(200)])
+        queue.enqueue("tests.test_worker_chaos.hang", args=[1, 1.0], job_id="hung")
+        wait_for(lambda: get_redis().llen(STARTED) == 1, 30)
+        server.kill()
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(20) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
