@@ -587,3 +587,21 @@ def test_the_command_rides_out_a_restart_and_drains_with_redis_gone(
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+
+
+def test_acknowledgements_piled_past_a_batch_are_all_sent(server: RedisServer) -> None:
+    """More than MAX_BATCH finished jobs handed back at once (a thousand threads' notes on a
+    connection killed under them): the keeper sends them all, in batches. One START of
+    them all was refused, and the acknowledgements were dropped."""
+    queue = get_queue()
+    total = 2500
+    queue.enqueue_many(naps(total))
+    jobs, _, _ = queue.fetch(total, worker="w1")
+    assert len(jobs) == total
+    handed_back: list[Any] = []
+    channel = Channel(queue, "w1", lambda lost: None, lambda q, f: handed_back.extend(f))
+    channel.note([(job, None) for job in jobs])
+    channel.sync()
+    channel.close()
+    assert handed_back == []
+    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
