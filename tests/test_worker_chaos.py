@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -605,3 +607,36 @@ def test_acknowledgements_piled_past_a_batch_are_all_sent(server: RedisServer) -
     channel.close()
     assert handed_back == []
     assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_connections_killed_under_an_idle_worker_are_remade_at_once(
+    server: RedisServer, caplog: pytest.LogCaptureFixture, concurrency: int
+) -> None:
+    """``CLIENT KILL TYPE normal`` closes the waiter's, the channel's and the kept
+    connection of an idle worker: it reconnects at once, without backing off as if Redis
+    were away (a job enqueued just after waited up to a few hundred ms)."""
+    queue = get_queue()
+    worker = Worker(["default"], concurrency=concurrency)
+    thread = threading.Thread(target=worker.run)
+    admin = server.client()
+    with caplog.at_level(logging.INFO, logger="django_redislock.worker"):
+        thread.start()
+        try:
+            wait_for(lambda: len(live_workers()) == 1)
+            for i in range(5):
+                time.sleep(0.2)  # idle, blocked on the wake-up list
+                admin.execute_command("CLIENT", "KILL", "TYPE", "normal")
+                job_id = f"j{i}"
+                spec = {"task": NAP, "args": [i, 0], "job_id": job_id}
+                for _ in range(5):  # this process's connections were killed too
+                    with contextlib.suppress(RedisUnavailable, redis.ConnectionError):
+                        queue.enqueue_many([spec])
+                        break
+                wait_for(lambda j=job_id: states(queue, [j]) == {j: "k"}, 10)
+        finally:
+            worker.stop()
+            thread.join(10)
+    backoffs = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert backoffs == []
+    assert any("reconnecting" in r.getMessage() for r in caplog.records)
