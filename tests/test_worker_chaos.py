@@ -109,6 +109,9 @@ def all_done(queue: Queue, ids: list[str], dead: int = 0) -> None:
 
 def stop(worker: Any) -> None:
     assert worker.is_alive(), f"worker exited with {worker.exitcode}"
+    # A worker just started may not have its signal handlers yet (it registers first).
+    wait_for(lambda: worker.pid in {w["pid"] for w in live_workers()}, 30)
+    time.sleep(0.2)
     os.kill(worker.pid, signal.SIGTERM)
     worker.join(15)
     assert worker.exitcode == 0
