@@ -33,6 +33,7 @@ STATES = {"ready": "ready", "scheduled": "sched", "running": "run", "dead": "dea
 _STATE_NAMES = {"r": "ready", "s": "scheduled", "x": "running", "d": "dead", "k": "done"}
 MAX_JOB_ID = 200
 _JOB_ARGUMENTS = frozenset({"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta"})
+MAX_DELAY = 100 * 365.25 * 86400  # seconds
 MAX_TRACEBACK = 16000  # characters of a traceback kept (its end: where it was raised)
 
 
@@ -113,7 +114,11 @@ def _error(error: str | BaseException) -> tuple[str, str]:
     if isinstance(error, str):
         return error, ""
     cls = type(error)
-    return f"{cls.__name__}: {error}", f"{cls.__module__}.{cls.__qualname__}"
+    try:
+        text = str(error)
+    except Exception:  # a task's exception whose __str__ fails: its failure is kept all the same
+        text = "<the exception's text could not be made>"
+    return f"{cls.__name__}: {text}", f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _trimmed(traceback: str) -> str:
@@ -206,11 +211,17 @@ def _due(delay: Any, at: Any) -> int:
         return max(1, round(at.timestamp() * 1000))
     if delay is None:
         return 0
+    return -round(_checked_delay(delay) * 1000)
+
+
+def _checked_delay(delay: Any) -> float:
     if not isinstance(delay, (int, float)) or isinstance(delay, bool):
         raise TypeError(f"delay must be a number of seconds, not {type(delay).__name__}.")
     if math.isnan(delay) or math.isinf(delay) or delay < 0:
         raise ValueError(f"delay must be a finite number of seconds >= 0, not {delay!r}.")
-    return -round(delay * 1000)
+    if delay > MAX_DELAY:  # a due time past that overflows Redis's integer replies
+        raise ValueError(f"delay must be at most {MAX_DELAY:.0f} s (100 years), not {delay!r}.")
+    return delay
 
 
 class Queue:
@@ -434,8 +445,7 @@ class Queue:
 
     def retry(self, job: Job, delay: float | None = None, error: str = "") -> bool:
         """Give a popped job back, due again after ``delay`` seconds (default: the backoff)."""
-        if delay is None:
-            delay = self.backoff(job)
+        delay = self.backoff(job) if delay is None else _checked_delay(delay)
         return self._settle(job, round(delay * 1000), error, "", "")
 
     def fail(self, job: Job, error: str | BaseException, traceback: str = "") -> bool:
@@ -448,7 +458,8 @@ class Queue:
 
     def backoff(self, job: Job) -> float:
         """Seconds before a failed job runs again: RETRY_BACKOFF, doubled per attempt."""
-        return self.retry_backoff * 2.0 ** max(0, job.attempts - 1)
+        # Capped: many attempts (or a damaged count) must not overflow the due time.
+        return min(self.retry_backoff * 2.0 ** min(max(0, job.attempts - 1), 64), MAX_DELAY)
 
     def bury(self, job: Job, error: str | BaseException, traceback: str = "") -> bool:
         """Send a popped job straight to the dead set (it can never succeed)."""

@@ -22,7 +22,7 @@ import redis
 from .connection import UNAVAILABLE, _packer, is_cluster
 from .exceptions import RedisUnavailable
 from .queue import Job, Queue
-from .queue_scripts import POP, START
+from .queue_scripts import MAX_BATCH, POP, START
 from .scripts import LuaScript
 
 logger = logging.getLogger(__name__)
@@ -66,17 +66,32 @@ class Channel:
         Never raises: acknowledgements that could not be sent are handed back."""
         if not finished and not started:
             return
-        args = self.queue.start_args(self.worker, finished, started)
+        # A START takes MAX_BATCH acknowledgements: more pile up when many threads' were
+        # handed back (a connection killed under them).
+        chunks = [finished[i : i + MAX_BATCH] for i in range(0, len(finished), MAX_BATCH)]
+        chunks = chunks or [[]]
         with self.lock:
-            try:
-                self._send(START, args, finished)
-                if len(self.pending) > BACKLOG:
-                    self._read_until(lambda: len(self.pending) <= BACKLOG // 2)
-            except RedisUnavailable as exc:
-                logger.debug("Could not tell Redis of started/finished jobs: %s", exc)
-            except Exception:  # a refused script (e.g. OOM): the job runs all the same
-                logger.warning("Could not tell Redis of started/finished jobs", exc_info=True)
-                self._drop()
+            for i, chunk in enumerate(chunks):
+                sent = False  # then handed back by _send, or with the pending by _drop
+                try:
+                    args = self.queue.start_args(
+                        self.worker, chunk, started if i == len(chunks) - 1 else ()
+                    )
+                    self._send(START, args, chunk)
+                    sent = True
+                    if len(self.pending) > BACKLOG:
+                        self._read_until(lambda: len(self.pending) <= BACKLOG // 2)
+                except RedisUnavailable as exc:
+                    logger.debug("Could not tell Redis of started/finished jobs: %s", exc)
+                    for unsent in chunks[i + 1 :]:
+                        self.on_unsent(self.queue, unsent)
+                    return
+                except Exception:  # a bug: the job runs all the same
+                    logger.warning("Could not tell Redis of started/finished jobs", exc_info=True)
+                    self._drop()
+                    for unsent in chunks[i + 1 if sent else i :]:
+                        self.on_unsent(self.queue, unsent)
+                    return
 
     def send_fetch(self, count: int, finished: Finished) -> bool:
         """Send a fetch of up to ``count`` jobs (leased ahead, not charged); False when it
@@ -112,6 +127,21 @@ class Channel:
         """Read every reply still pending: Redis has run all that was sent."""
         with self.lock:
             self._read_until(lambda: not self.pending)
+
+    def poll(self) -> None:
+        """Read the replies that have come, without waiting for more; never waits for a busy
+        channel. The housekeeping thread calls it often: a connection killed or a script
+        flushed under acknowledgements sent is found out now (they are sent again, or rerun)
+        rather than when BACKLOG replies have piled up, long after their leases ran out."""
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            if self.pending:
+                self._read_until(lambda: not self._arrived())
+        except RedisUnavailable as exc:  # what it carried was handed back, to send again
+            logger.debug("Reading the worker's replies failed: %s", exc)
+        finally:
+            self.lock.release()
 
     def close(self) -> None:
         with self.lock:
@@ -150,6 +180,11 @@ class Channel:
             except (*UNAVAILABLE, OSError) as exc:
                 self._drop()
                 raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+            except redis.ResponseError as exc:
+                # Refused again (out of memory, a read-only replica...): it did not run. Left
+                # pending, its reply slot would be taken by the next one's: start afresh.
+                self._drop()
+                raise RedisUnavailable(f"Redis refused the worker's script ({exc})") from exc
             self.pending.popleft()
             if script is POP:
                 self.fetches -= 1
@@ -161,6 +196,13 @@ class Channel:
                 ]
             if lost:
                 self.on_lost(lost)
+
+    def _arrived(self) -> bool:
+        """A reply (or the connection's end) is there to read."""
+        try:
+            return bool(self.conn.can_read(timeout=0))
+        except (*UNAVAILABLE, OSError):
+            return True  # closed: reading it says so, and starts afresh
 
     def _drop(self) -> None:
         """Close the connection; what was sent on it may or may not have run: the

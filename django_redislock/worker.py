@@ -59,6 +59,21 @@ QUICK = 0.005
 ACK_HOLD = 0.05  # longest wait of a finished job for its acknowledgement
 GIVE_BACK_AFTER = 0.25  # a job running this long gives back the jobs leased behind it
 TEND = 0.05  # how often the housekeeping thread looks
+# Connections found closed, one after the other (the waiter's, the channel's, the kept
+# one: one CLIENT KILL closes them all), retried at once before backing off.
+RECONNECT_AT_ONCE = 4
+
+
+def _closed_under_us(exc: BaseException) -> bool:
+    """Redis unreachable because a connection that was open got closed, not because a new
+    one could not be made (nor because Redis is loading its data)."""
+    cause = exc.__cause__
+    return (
+        isinstance(exc, RedisUnavailable)
+        and isinstance(cause, (redis.ConnectionError, OSError))
+        and not isinstance(cause, redis.BusyLoadingError)
+        and "connecting to" not in str(cause)
+    )
 
 
 class Worker:
@@ -115,6 +130,7 @@ class Worker:
         self.started_jobs = self.processed = self.failed = 0
         self.started_at = time.time()
         self.backoff = 0.1
+        self.reconnects = 0  # failures in a row retried at once (connections found closed)
         self.beat = min(5.0, min(q.lease for q in self.queues) / 3)
         self.registry = f"{conf.KEY_PREFIX}:{{W}}:workers"
         self.info_key = f"{conf.KEY_PREFIX}:{{W}}:w:{self.id}"
@@ -209,8 +225,15 @@ class Worker:
         try:
             found = step(*args)
             self.backoff = 0.1
+            self.reconnects = 0
             return found
         except Exception as exc:
+            if _closed_under_us(exc) and self.reconnects < RECONNECT_AT_ONCE:
+                # A connection that worked was closed (CLIENT KILL, a proxy, a restart):
+                # not a reason to wait; if Redis is really away, connecting fails next.
+                self.reconnects += 1
+                logger.info("%s; reconnecting.", exc)
+                return False
             if isinstance(exc, RedisUnavailable):
                 logger.warning("%s; retrying in %.1fs.", exc, self.backoff)
             else:
@@ -400,12 +423,18 @@ class Worker:
                 if not action():
                     logger.warning("A job's lease ran out before it finished; it may run again.")
                 return
-            except RedisUnavailable:
+            except (RedisUnavailable, redis.ResponseError) as exc:
+                # Redis away, or refusing writes for now (out of memory, a failover's
+                # read-only replica): the outcome is retried, never the worker's end.
+                logger.debug("Recording a job's outcome failed: %s", exc)
                 if time.monotonic() > deadline:
                     logger.error("Could not record a job's outcome; it will run again.")
                     return
                 time.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
+            except Exception:  # a bug, or what a task left behind: never the worker's end
+                logger.exception("Could not record a job's outcome; it will run again.")
+                return
 
     # --- heartbeat and registry -------------------------------------------------------
 
@@ -442,6 +471,8 @@ class Worker:
                 self.ahead.clear()
         self._acknowledge(finished)
         self._release(ahead)
+        for channel in self.channels.values():
+            channel.poll()
 
     def _acknowledge(self, finished: dict[Queue, list[tuple[Job, str | None]]]) -> None:
         """Send the acknowledgements of finished jobs (not waiting for the replies); those
