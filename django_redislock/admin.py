@@ -194,9 +194,12 @@ class DashboardAdmin(_ModelAdmin):
     def _worker_row(self, info: Any, now: float) -> dict[str, Any]:
         """A registry entry as shown: whatever it holds, never an error (it is written by
         workers of any version, or by something else entirely)."""
-        if not isinstance(info, dict):
-            return {"id": "?", "host": f"(unreadable worker entry: {str(info)[:200]})",
-                    "queues": [], "current": [], "beat_age": None, "up": None}  # fmt: skip
+        if not isinstance(info, dict) or "unreadable" in info:
+            what = info.get("unreadable") if isinstance(info, dict) else info
+            ident = info.get("id", "?") if isinstance(info, dict) else "?"
+            host = f"(this registry entry in Redis is unreadable: {str(what)[:200]})"
+            return {"id": str(ident), "host": host, "queues": [], "current": [],
+                    "beat_age": None, "up": None}  # fmt: skip
         queues, jobs = info.get("queues"), info.get("jobs")
         current = []
         for job in jobs if isinstance(jobs, list) else [jobs]:

@@ -531,8 +531,16 @@ local base, id = ARGV[1], ARGV[2]
 local key = base .. 'j:' .. id
 local sets = {r = 'ready', s = 'sched', d = 'dead'}
 local ok, f = pcall(redis.call, 'HMGET', key, 's', 'sc')
-if not ok then return 0 end
-if not f[1] or not sets[f[1]] or not string.find(ARGV[4], f[1], 1, true) then return 0 end
+if not ok or not f[1] then
+  -- No hash (a key of another type, or none): only an entry of the dead set can be deleted.
+  if not string.find(ARGV[4], 'd', 1, true) or not redis.call('ZSCORE', base .. 'dead', id) then
+    return 0
+  end
+  redis.call('ZREM', base .. 'dead', id)
+  redis.call('DEL', key, key .. ':corrupt')
+  return 1
+end
+if not sets[f[1]] or not string.find(ARGV[4], f[1], 1, true) then return 0 end
 if ARGV[3] ~= '' and f[2] ~= ARGV[3] then return 0 end
 redis.call('ZREM', base .. sets[f[1]], id)
 redis.call('DEL', key, key .. ':corrupt')

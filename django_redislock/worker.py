@@ -547,14 +547,27 @@ class Worker:
 
 
 def live_workers(using: str | None = None) -> list[dict[str, Any]]:
-    """The workers that heartbeat recently, as they describe themselves."""
+    """The workers that heartbeat recently, as they describe themselves; an entry that is not
+    a JSON object is ``{"id": ..., "unreadable": <what it holds>}``."""
     client = get_redis(using)
     registry = f"{conf.KEY_PREFIX}:{{W}}:workers"
     ids = client.zrangebyscore(registry, time.time() * 1000, "+inf")
     if not ids:
         return []
-    values = client.mget([f"{conf.KEY_PREFIX}:{{W}}:w:{i.decode()}" for i in ids])
-    return [json.loads(v) for v in values if v is not None]
+    names = [i.decode(errors="replace") for i in ids]
+    keys = [f"{conf.KEY_PREFIX}:{{W}}:w:{name}" for name in names]
+    workers: list[dict[str, Any]] = []
+    for name, value in zip(names, client.mget(keys), strict=True):
+        if value is None:
+            continue
+        try:
+            info = json.loads(value)
+        except ValueError as exc:  # not JSON, or not UTF-8: written by something else
+            info = f"not JSON ({exc})"
+        if not isinstance(info, dict):  # shown as such, never an error for the others
+            info = {"id": name, "unreadable": f"{info!s:.200}"}
+        workers.append(info)
+    return workers
 
 
 class Waiter:
