@@ -194,6 +194,11 @@ def test_a_release_just_after_the_deadline_does_not_go_to_the_timed_out_waiter(r
         assert queued("deadline") == 0
 
 
+def handed_to_stopped_waiter(name: str) -> bool:
+    """The lock is held, by neither the holder (released) nor the follower (still queued)."""
+    return Lock(name).locked() and queued(name) == 1
+
+
 def wait_in_child(name: str, timeout: float, kind: str, fair: bool, results: Any) -> None:
     if kind == "sync":
         lock = Lock(name, ttl=30, fair=fair)
@@ -211,20 +216,27 @@ def wait_in_child(name: str, timeout: float, kind: str, fair: bool, results: Any
 @pytest.mark.parametrize("fair", [False, True], ids=["plain", "fair"])
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_hand_off_that_reaches_a_waiter_after_its_deadline_goes_on(
-    real_backend, processes, kind, fair
+    real_backend, processes, kind, fair, settings
 ):
     # The waiter is stopped while it waits; meanwhile its deadline passes and the holder
     # hands it the lock. Woken, it must not take it: it passes it on to the next waiter.
+    # (A longer retry delay keeps the stopped waiter's registration alive, 2.5 s, past its
+    # deadline, so that the hand-off does go to it.)
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 0.5}
     holder = Lock("late", ttl=30, fair=fair)
     holder.acquire()
     results = processes.queue()
-    late = processes.start(wait_in_child, "late", 0.2, kind, fair, results)
+    # A timeout long enough that a loaded machine surely sees the waiter queued in time.
+    late = processes.start(wait_in_child, "late", 1.0, kind, fair, results)
     until(lambda: queued("late") == 1)
     os.kill(late.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
     follower, got_next = follow("late", fair)
     until(lambda: queued("late") == 2)
-    time.sleep(0.25)  # the stopped waiter's deadline passes (its registration lives on)
+    # The stopped waiter's deadline passes (its registration lives on).
+    time.sleep(max(0.0, stopped + 1.05 - time.monotonic()))
     holder.release()  # handed to the stopped waiter, first in line
+    assert handed_to_stopped_waiter("late"), "the hand-off must reach the stopped waiter"
     resumed = time.monotonic()
     os.kill(late.pid, signal.SIGCONT)
     assert results.get(timeout=10) is False
