@@ -156,17 +156,8 @@ class _Dedicated:
             if self.spin and args[0] not in BLOCKING:
                 self._spin(conn._sock)
             return conn.read_response()
-        except ReadOnlyError as exc:
-            conn.disconnect()  # a failover made this server a replica; reconnect next time
-            raise RedisUnavailable(f"Redis is read-only, failing over? ({exc})") from exc
-        except redis.ResponseError:
-            raise
-        except (*UNAVAILABLE, OSError) as exc:
-            conn.disconnect()
-            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
-        except BaseException:
-            conn.disconnect()  # interrupted mid-reply: the stream is out of step
-            raise
+        except BaseException as exc:
+            raise _mapped(conn, exc)  # noqa: B904 (the cause is set there)
 
     def _spin(self, sock: Any) -> None:
         """Return once ``sock`` is readable, or after ``spin`` seconds (then the read sleeps).
@@ -284,6 +275,23 @@ def _execute(client: Any, args: tuple[Any, ...]) -> Any:
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
 
 
+def _mapped(conn: Any, exc: BaseException) -> BaseException:
+    """What a command's failure on ``conn`` is raised as. A Redis error reply leaves the
+    connection in step; anything else disconnects it (a failover made the server a replica,
+    Redis went away, or the command was interrupted mid-reply)."""
+    if isinstance(exc, redis.ResponseError) and not isinstance(exc, ReadOnlyError):
+        return exc
+    conn.disconnect()
+    if isinstance(exc, ReadOnlyError):
+        error: BaseException = RedisUnavailable(f"Redis is read-only, failing over? ({exc})")
+    elif isinstance(exc, (*UNAVAILABLE, OSError)):
+        error = RedisUnavailable(f"Redis is unreachable ({exc})")
+    else:
+        return exc
+    error.__cause__ = exc
+    return error
+
+
 def run_script(client: Any, script: LuaScript, keys: Sequence[Any], args: Sequence[Any]) -> Any:
     """Run a Lua script in one round trip (loading it first only when the server lacks it)."""
     try:
@@ -327,14 +335,5 @@ def _pop_on(client: Any, node: Any, conn: Any, pack: Any, key: str, timeout: flo
     except (AskError, TryAgainError, ClusterDownError):
         # The slot moved: the Cluster client finds its new node (less precisely).
         return _execute(client, ("BLPOP", key, max(timeout, 0.001)))
-    except ReadOnlyError as exc:
-        conn.disconnect()
-        raise RedisUnavailable(f"Redis is read-only, failing over? ({exc})") from exc
-    except redis.ResponseError:
-        raise
-    except (*UNAVAILABLE, OSError) as exc:
-        conn.disconnect()
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
-    except BaseException:
-        conn.disconnect()  # interrupted while blocked: the stream is out of step
-        raise
+    except BaseException as exc:
+        raise _mapped(conn, exc)  # noqa: B904 (the cause is set there)
