@@ -388,21 +388,20 @@ class Queue:
         charge: bool = True,
     ) -> list[Any]:
         """POP's arguments after the base: at most ``MAX_BATCH`` of each kind."""
-        if max(count, len(finished), len(started)) > MAX_BATCH:
+        if count > MAX_BATCH:
             raise ValueError(f"One POP takes at most {MAX_BATCH} jobs of each kind.")
         lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
-        acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
-        starts = [v for job in started for v in (job.id, job.lease or "")]
-        return [count, lease_ms, worker or "-", self.max_attempts,
-                max(1, round(self.result_ttl * 1000)), "1" if charge else "0",
-                len(finished), len(started), *acks, *starts]  # fmt: skip
+        worker, ttl, *leases = self.start_args(worker, finished, started)
+        return [count, lease_ms, worker, self.max_attempts, ttl, "1" if charge else "0",
+                *leases]  # fmt: skip
 
     def start_args(
         self, worker: str, finished: Sequence[tuple[Job, str | None]], started: Sequence[Job]
     ) -> list[Any]:
-        """START's arguments after the base: acknowledge ``finished``, charge ``started``."""
+        """START's arguments after the base: acknowledge ``finished``, charge ``started``
+        (POP ends with the same)."""
         if max(len(finished), len(started)) > MAX_BATCH:
-            raise ValueError(f"One START takes at most {MAX_BATCH} jobs of each kind.")
+            raise ValueError(f"One START or POP takes at most {MAX_BATCH} jobs of each kind.")
         acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
         starts = [v for job in started for v in (job.id, job.lease or "")]
         return [worker or "-", max(1, round(self.result_ttl * 1000)), len(finished),
