@@ -149,7 +149,12 @@ def test_replies_are_awaited_by_spinning_on_the_socket(settings, redis_server, m
     assert held is not None
     assert held.spin == 0.0002
     assert held.polled is held.conn._sock
-    assert (held.misses, held.skip) == (0, 0)  # the reply came within SPIN_WAIT
+    # A reply within SPIN_WAIT clears any miss (a few tries: a loaded test machine can
+    # deschedule Redis for longer than the spin).
+    deadline = time.monotonic() + 10
+    while held.misses and time.monotonic() < deadline:
+        assert connection.call(client, "GET", "spin") == b"1"
+    assert held.misses == 0
 
     # The server closes the connection: the next command reconnects and polls the new socket.
     old = held.conn._sock
