@@ -126,7 +126,7 @@ class Progress:
 def fill_jobs(scheduled: int) -> dict[str, str]:
     """The queue's jobs in every state; returns a job id of each state (for the actions)."""
     from django_redislock import get_queue
-    from django_redislock.worker import Worker
+    from django_redislock.queue.worker import Worker
 
     queue = get_queue(QUEUE)
     rng = random.Random(42)
@@ -162,7 +162,7 @@ def lock_name(i: int, count: int) -> str:
 def fill_locks(client: Any, count: int) -> None:
     """Locks held as ``Lock.acquire`` holds them, through its acquire script, pipelined."""
     from django_redislock import Lock
-    from django_redislock.scripts import ACQUIRE
+    from django_redislock.locks.scripts import ACQUIRE
 
     sha = client.script_load(ACQUIRE.source)
     progress = Progress("held locks", count)
@@ -202,7 +202,7 @@ def pages(jobs: dict[str, str], counts: dict[str, int], locks: int) -> list[tupl
     """(label, URL) of every page to time."""
     from django.urls import reverse
 
-    from django_redislock.listing import list_locks
+    from django_redislock.locks.listing import list_locks
 
     def url(view: str, /, *args: str, **query: Any) -> str:
         found = reverse(f"admin:django_redislock_{view}", args=args)
@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     server = None
     url = os.environ.get("REDIS_URL")
     if not url:
-        from django_redislock.testing import RedisServer
+        from tests.servers import RedisServer
 
         server = RedisServer().start()
         url = server.url

@@ -112,7 +112,9 @@ def through_test_client(rounds: int, per_round: int) -> dict[str, list[float]]:
 
 
 def _serve(listener: socket.socket) -> None:
-    from django_redislock.testing import wsgi_server
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(root, "example_project"))
+    from shop.demo import wsgi_server  # the demo's server: Django's threaded WSGI server
 
     try:
         wsgi_server(listener).serve_forever()
@@ -173,7 +175,7 @@ def main() -> None:
     server = None
     url = os.environ.get("REDIS_URL")
     if not url:
-        from django_redislock.testing import RedisServer
+        from tests.servers import RedisServer
 
         server = RedisServer().start()
         url = server.url

@@ -59,7 +59,7 @@ def ours(
     url: str, name: str, ttl: float, fair: bool = False, spin: bool = True
 ) -> tuple[Callable[..., bool], Callable[[], None]]:
     from django_redislock import Lock, get_redis
-    from django_redislock.connection import _dedicated
+    from django_redislock.redis.clients import _dedicated
 
     lock = Lock(name, ttl=ttl, fair=fair, using=None if spin else url)
     if not spin:  # a client of its own, its connection waiting for replies asleep in recv
@@ -184,7 +184,7 @@ def uncontended(url: str, rounds: int, seconds: float) -> dict[str, float]:
 
 
 def _handoff_waiter(url: str, kind: str, name: str, conn: Any) -> None:
-    from django_redislock.connection import reset_connections
+    from django_redislock.redis.clients import reset_connections
 
     reset_connections()
     acquire, release = HANDOFF[kind](url, name, 30)
@@ -241,7 +241,7 @@ HANDOFF: dict[str, Callable[..., Any]] = {
 
 
 def _contender(url: str, kind: str, seconds: float, start_at: float, out: Any) -> None:
-    from django_redislock.connection import reset_connections
+    from django_redislock.redis.clients import reset_connections
 
     reset_connections()
     acquire, release = CONTENTION[kind](url, f"bench-c-{kind.replace(' ', '-')}", 30)
@@ -300,7 +300,7 @@ def main() -> None:
     server = None
     url = os.environ.get("REDIS_URL")
     if not url:
-        from django_redislock.testing import RedisServer
+        from tests.servers import RedisServer
 
         server = RedisServer().start()
         url = server.url

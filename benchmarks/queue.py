@@ -125,7 +125,7 @@ class Ours:
         self.queue.enqueue(STAMP, [since], delay=delay)
 
     def worker(self, burst: bool, scheduler: bool) -> Callable[[], Any]:
-        from django_redislock.worker import Worker
+        from django_redislock.queue.worker import Worker
 
         return Worker(["default"], concurrency=1, burst=burst).run  # due jobs: always
 
@@ -135,7 +135,7 @@ class OursNoSpin(Ours):
 
     def __init__(self, url: str) -> None:
         from django_redislock import get_queue
-        from django_redislock.connection import _dedicated
+        from django_redislock.redis.clients import _dedicated
 
         self.queue = get_queue("default", using=url)  # a client (and connection) of its own
         held = _dedicated(self.queue.client)
@@ -253,7 +253,7 @@ class FloorOwn(Floor):
     name = "floor: 1 LPUSH, as ours sends"
 
     def enqueue(self, n: int) -> None:
-        from django_redislock.connection import call
+        from django_redislock.redis.clients import call
 
         call(self.client, "LPUSH", "bench:floor", self.payload)
 
@@ -550,7 +550,7 @@ def main() -> None:
     server = None
     url = os.environ.get("REDIS_URL")
     if not url:
-        from django_redislock.testing import RedisServer
+        from tests.servers import RedisServer
 
         server = RedisServer().start()
         url = server.url

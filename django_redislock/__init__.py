@@ -9,19 +9,19 @@ __version__ = "0.1.0"
 __all__ = ["AsyncLock", "Lock", "Redlock", "get_queue", "get_redis", "redis_locked"]
 
 if TYPE_CHECKING:
-    from .async_locks import AsyncLock
-    from .connection import get_redis
     from .decorators import redis_locked
-    from .locks import Lock
-    from .queue import get_queue
-    from .redlock import Redlock
+    from .locks.async_lock import AsyncLock
+    from .locks.lock import Lock
+    from .locks.redlock import Redlock
+    from .queue.core import get_queue
+    from .redis.clients import get_redis
 
 _LAZY = {
-    "AsyncLock": ".async_locks",
-    "Lock": ".locks",
-    "Redlock": ".redlock",
-    "get_queue": ".queue",
-    "get_redis": ".connection",
+    "AsyncLock": ".locks.async_lock",
+    "Lock": ".locks.lock",
+    "Redlock": ".locks.redlock",
+    "get_queue": ".queue.core",
+    "get_redis": ".redis.clients",
     "redis_locked": ".decorators",
 }
 

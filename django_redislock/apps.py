@@ -11,8 +11,8 @@ from django.core.signals import setting_changed
 
 def _reset_on_change(*, setting: str, **kwargs: Any) -> None:
     if setting in ("REDISLOCK", "CACHES"):
-        from .aioconnection import reset_async_connections
-        from .connection import reset_connections
+        from .redis.aio import reset_async_connections
+        from .redis.clients import reset_connections
 
         reset_connections()
         reset_async_connections()

@@ -21,12 +21,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.template.response import SimpleTemplateResponse
 
-from .async_locks import AsyncLock, _task
 from .conf import ON_REDIS_ERROR_CHOICES, conf
 from .exceptions import RedisLockError, RedisUnavailable
-from .keys import MAX_NAME_LENGTH, validate_name, validate_seconds
-from .lockbase import LockBase
-from .locks import Lock
+from .locks.async_lock import AsyncLock, _task
+from .locks.base import LockBase
+from .locks.keys import MAX_NAME_LENGTH, validate_name, validate_seconds
+from .locks.lock import Lock
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from redis.cluster import RedisCluster
 
-from django_redislock.connection import get_redis
-from django_redislock.testing import RedisClusterServers, RedisServer
+from django_redislock.redis.clients import get_redis
+from tests.servers import RedisClusterServers, RedisServer
 
 BACKENDS = ["fakeredis", "redis", "cluster"]
 REAL_BACKENDS = ["redis", "cluster"]

@@ -16,12 +16,13 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from django_redislock import Lock, get_queue, listing
-from django_redislock.listing import describe_lock, list_locks
-from django_redislock.queue import Queue
+from django_redislock import Lock, get_queue
+from django_redislock.locks import listing
+from django_redislock.locks.listing import describe_lock, list_locks
+from django_redislock.queue.core import Queue
+from django_redislock.queue.worker import Worker
 from django_redislock.templatetags.redislock_admin import duration
-from django_redislock.testing import free_port
-from django_redislock.worker import Worker
+from tests.servers import free_port
 
 from .conftest import Backend
 

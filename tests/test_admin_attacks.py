@@ -18,9 +18,9 @@ from django.test import Client
 
 from django_redislock import Lock, get_queue
 from django_redislock.conf import conf
-from django_redislock.queue import Queue
+from django_redislock.queue.core import Queue
+from django_redislock.queue.worker import live_workers
 from django_redislock.templatetags.redislock_admin import duration
-from django_redislock.worker import live_workers
 
 from .conftest import Backend, _configure
 from .test_admin import QUEUES, cell, dead_job, html, staff_client, url

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from django_redislock import AsyncLock, Lock
-from django_redislock import async_locks as module
 from django_redislock.exceptions import LockError, LockNotOwned, LockTimeout
+from django_redislock.locks import async_lock as module
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 from redis.cluster import RedisCluster
 
 from django_redislock import Lock, get_redis
-from django_redislock.connection import reset_connections
+from django_redislock.redis.clients import reset_connections
 
 
 def test_default_comes_from_the_django_redis_cache(settings):
@@ -52,7 +52,7 @@ def test_lock_using_another_redis(settings, redis_server):
 
 
 def test_a_connection_closed_by_the_server_is_replaced(settings, redis_server, monkeypatch):
-    from django_redislock import connection
+    from django_redislock.redis import clients as connection
 
     monkeypatch.setattr(connection, "IDLE_CHECK_SECONDS", 0.0)
     settings.REDISLOCK = {"URL": redis_server.url}
@@ -65,7 +65,7 @@ def test_a_connection_closed_by_the_server_is_replaced(settings, redis_server, m
 
 def test_redis_restart_then_locks_work_again(settings, processes):
     from django_redislock.exceptions import RedisUnavailable
-    from django_redislock.testing import RedisServer
+    from tests.servers import RedisServer
 
     with RedisServer() as server:
         settings.REDISLOCK = {"URL": server.url}
@@ -139,7 +139,7 @@ def test_lock_keys_are_encoded_as_the_client_encodes_them(settings, redis_server
 
 
 def test_replies_are_awaited_by_spinning_on_the_socket(settings, redis_server, monkeypatch):
-    from django_redislock import connection
+    from django_redislock.redis import clients as connection
 
     monkeypatch.setattr(connection, "IDLE_CHECK_SECONDS", 0.0)
     settings.REDISLOCK = {"URL": redis_server.url}
@@ -169,7 +169,7 @@ SLOW = "local i = 0 while i < 2000000 do i = i + 1 end return i"
 
 
 def test_a_slow_reply_is_read_after_the_spin_and_later_commands_sleep(settings, redis_server):
-    from django_redislock import connection
+    from django_redislock.redis import clients as connection
 
     settings.REDISLOCK = {"URL": redis_server.url}
     client = get_redis()
@@ -200,7 +200,7 @@ def test_a_slow_reply_is_read_after_the_spin_and_later_commands_sleep(settings, 
 
 
 def test_spin_wait_zero_always_sleeps(settings, redis_server):
-    from django_redislock import connection
+    from django_redislock.redis import clients as connection
 
     settings.REDISLOCK = {"URL": redis_server.url, "SPIN_WAIT": 0}
     client = get_redis()
@@ -216,7 +216,7 @@ def test_the_first_command_after_a_redis_restart_goes_through(settings: Any) -> 
     import asyncio
 
     from django_redislock import AsyncLock, Lock, get_queue
-    from django_redislock.testing import RedisServer
+    from tests.servers import RedisServer
 
     with RedisServer() as server:
         settings.REDISLOCK = {"URL": server.url}

@@ -24,7 +24,7 @@ from django.utils.decorators import method_decorator
 from django.views import View
 
 from django_redislock import Lock, redis_locked
-from django_redislock.testing import free_port
+from tests.servers import free_port
 
 from . import views
 from .conftest import Backend

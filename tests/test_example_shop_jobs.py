@@ -15,7 +15,7 @@ from shop.tasks import sweep_unpaid
 
 from django_redislock import get_queue
 from django_redislock.checks import check_settings
-from django_redislock.worker import Worker
+from django_redislock.queue.worker import Worker
 
 from .conftest import Backend
 

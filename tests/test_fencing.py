@@ -11,8 +11,8 @@ from django.db.models import F
 from django_redislock import AsyncLock, Lock
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.fencing import fenced_update
-from django_redislock.testing import RedisServer
 from tests.models import Account
+from tests.servers import RedisServer
 
 pytestmark = pytest.mark.django_db
 

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from django_redislock import Lock, listing
+from django_redislock import Lock
 from django_redislock.exceptions import LockNotOwned
-from django_redislock.keys import index_keys
-from django_redislock.listing import list_locks
+from django_redislock.locks import listing
+from django_redislock.locks.keys import index_keys
+from django_redislock.locks.listing import list_locks
 
 from .conftest import Backend
 

@@ -18,7 +18,7 @@ from django_redislock.exceptions import (
     RedisLockError,
     RedisUnavailable,
 )
-from django_redislock.listing import list_locks
+from django_redislock.locks.listing import list_locks
 from django_redislock.signals import lock_acquired, lock_busy, lock_lost, lock_released
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -387,7 +387,7 @@ def test_listing_prefix_is_literal_not_a_pattern(backend):
 
 
 def test_a_waiter_interrupted_while_waiting_leaves_the_queue(backend, monkeypatch):
-    from django_redislock import locks
+    from django_redislock.locks import lock as locks
 
     holder = Lock("interrupted", ttl=30)
     holder.acquire()

@@ -20,7 +20,7 @@ import pytest
 
 from django_redislock import AsyncLock, Lock, Redlock
 from django_redislock.exceptions import LockError, LockNotOwned, LockTimeout
-from django_redislock.testing import RedisServer
+from tests.servers import RedisServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -78,7 +78,7 @@ def test_a_collected_lock_is_no_longer_renewed(backend, abandoned, lost, caplog)
     assert lock.owned()
     del lock  # never released: nobody can release it any more
     gc.collect()
-    with caplog.at_level(logging.WARNING, logger="django_redislock.renewer"):
+    with caplog.at_level(logging.WARNING, logger="django_redislock.locks.renewer"):
         assert taken_by_another_client_within_the_ttl("collected")
     assert [(a["name"], a["lock"]) for a in abandoned] == [("collected", None)]
     assert abandoned[0]["sender"] is Lock

@@ -20,11 +20,11 @@ from django_redislock.exceptions import (
     LockTimeout,
     RedisUnavailable,
 )
-from django_redislock.listing import list_locks
-from django_redislock.nodes import NODE_TIMEOUT
-from django_redislock.redlock import Redlock
+from django_redislock.locks.listing import list_locks
+from django_redislock.locks.redlock import Redlock
+from django_redislock.redis.nodes import NODE_TIMEOUT
 from django_redislock.signals import lock_acquired, lock_busy, lock_lost, lock_released
-from django_redislock.testing import RedisServer, free_port
+from tests.servers import RedisServer, free_port
 
 COUNTER = "test:redlock-counter"
 FOREIGN = b"0123456789abcdef|0|0|1|elsewhere"

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from django_redislock import get_queue, get_redis
-from django_redislock.testing import free_port
-from django_redislock.worker import Worker, live_workers
+from django_redislock.queue.worker import Worker, live_workers
+from tests.servers import free_port
 
 from .conftest import Backend, Processes
 from .tasks import DONE

@@ -28,10 +28,10 @@ import redis
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.queue import MAX_DELAY, Queue
-from django_redislock.queue_channel import Channel
-from django_redislock.testing import RedisServer
-from django_redislock.worker import Worker, live_workers
+from django_redislock.queue.channel import Channel
+from django_redislock.queue.core import MAX_DELAY, Queue
+from django_redislock.queue.worker import Worker, live_workers
+from tests.servers import RedisServer
 
 from .conftest import Processes
 from .tasks import STARTED
@@ -623,7 +623,7 @@ def test_connections_killed_under_an_idle_worker_are_remade_at_once(
     worker = Worker(["default"], concurrency=concurrency)
     thread = threading.Thread(target=worker.run)
     admin = server.client()
-    with caplog.at_level(logging.INFO, logger="django_redislock.worker"):
+    with caplog.at_level(logging.INFO, logger="django_redislock.queue.worker"):
         thread.start()
         try:
             wait_for(lambda: len(live_workers()) == 1)

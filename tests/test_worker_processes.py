@@ -19,10 +19,10 @@ import pytest
 import redis
 
 from django_redislock import get_queue, get_redis
-from django_redislock import worker as worker_module
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.testing import RedisServer
-from django_redislock.worker import Worker, live_workers
+from django_redislock.queue import worker as worker_module
+from django_redislock.queue.worker import Worker, live_workers
+from tests.servers import RedisServer
 
 from .conftest import Backend, Processes
 from .tasks import DONE, STARTED

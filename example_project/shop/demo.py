@@ -19,7 +19,29 @@ from urllib.parse import urlencode
 
 from django.db import connections
 
-from django_redislock.testing import wsgi_server
+
+def wsgi_server(listener: socket.socket) -> Any:
+    """Django's threaded WSGI server (runserver's) serving this project on ``listener``, a
+    socket already listening, so that forked processes can share it. Quiet, and without
+    Nagle's delay (else delayed ACKs add ~40 ms to keep-alive replies). Then call
+    ``serve_forever()``."""
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+
+    class Handler(WSGIRequestHandler):
+        disable_nagle_algorithm = True
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    host, port = listener.getsockname()[:2]
+    httpd = ThreadedWSGIServer((host, port), Handler, bind_and_activate=False)
+    httpd.socket.close()
+    httpd.socket = listener
+    httpd.server_name, httpd.server_port = host, port
+    httpd.setup_environ()
+    httpd.set_app(WSGIHandler())
+    return httpd
 
 
 def _die_with_parent(parent: int) -> None:

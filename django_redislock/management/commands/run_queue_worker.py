@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.worker import Worker
+from django_redislock.queue.worker import Worker
 
 # Exit status when Redis cannot be reached at start (a supervisor may retry later).
 EXIT_REDIS_UNAVAILABLE = 3

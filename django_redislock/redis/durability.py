@@ -17,7 +17,7 @@ import redis
 from django.core.checks import CheckMessage
 from django.core.checks import Warning as CheckWarning
 
-from .connection import is_cluster
+from .clients import is_cluster
 
 SAFE_POLICY = "noeviction"
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.checks import Error
 
-from .check_values import QUEUE_NAME_RE, Bounds, error, short
-from .conf import QUEUE_DEFAULTS, conf
+from ..conf import QUEUE_DEFAULTS, conf
+from .values import QUEUE_NAME_RE, Bounds, error, short
 
 # A lease shorter than a second expires while a busy worker still runs the job (then it runs
 # twice); a result kept less than a second is gone before anyone reads it.
@@ -82,7 +82,7 @@ def check_schedule(value: Any) -> Iterable[Error]:
             12,
         )
         return
-    from .schedule import Entry
+    from ..queue.schedule import Entry
 
     queues = conf.QUEUE_NAMES
     for name, options in value.items():
@@ -124,7 +124,7 @@ def _task_problem(path: str) -> str | None:
 
     try:
         # Lazily: on Django 5.2 without the Tasks backport, importing tasks raises.
-        from .tasks import InvalidTask, resolve_task
+        from ..queue.tasks import InvalidTask, resolve_task
     except ImproperlyConfigured as exc:
         return f"its task cannot run: {exc}"
     try:

@@ -10,10 +10,10 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error
 
-from .check_queues import check_queues, check_schedule
-from .check_values import Bounds, error, short
-from .conf import DEFAULTS, ON_REDIS_ERROR_CHOICES, user_settings
-from .durability import redis_durability_warnings, unverified
+from ..conf import DEFAULTS, ON_REDIS_ERROR_CHOICES, user_settings
+from ..redis.durability import redis_durability_warnings, unverified
+from .queues import check_queues, check_schedule
+from .values import Bounds, error, short
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,64}$")
@@ -194,7 +194,7 @@ def check_redis_durability(app_configs: Any = None, **kwargs: Any) -> list[Check
     queues may evict keys or lose them on restart."""
     if check_settings():
         return []  # those errors come first: the connection they describe is not to be trusted
-    from .connection import get_redis
+    from ..redis.clients import get_redis
 
     try:
         client = get_redis()

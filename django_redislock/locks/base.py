@@ -8,20 +8,20 @@ import random
 import time
 from typing import Any
 
-from . import keys as _keys
-from . import renewer as _renewer
-from .conf import conf
-from .connection import UNAVAILABLE, is_cluster, run_script
-from .exceptions import (
+from ..conf import conf
+from ..exceptions import (
     LockError,
     LockNotOwned,
     LockTimeout,
     RedisUnavailable,
     ReplicasNotConfirmed,
 )
+from ..redis.clients import UNAVAILABLE, is_cluster, run_script
+from ..signals import lock_acquired, lock_busy, lock_lost, lock_released
+from . import keys as _keys
+from . import renewer as _renewer
 from .keys import lock_base, lock_keys, shard_count, validate_name, validate_seconds
 from .scripts import EXTEND, RELEASE
-from .signals import lock_acquired, lock_busy, lock_lost, lock_released
 
 logger = logging.getLogger("django_redislock.locks")
 

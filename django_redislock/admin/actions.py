@@ -18,13 +18,13 @@ from django.http import Http404, QueryDict
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
 
-from .conf import conf
-from .exceptions import JobNotFound
-from .keys import validate_name
-from .listing import describe_lock
-from .locks import Lock
-from .queue import STATES, Job, Queue, get_queue
-from .templatetags.redislock_admin import duration
+from ..conf import conf
+from ..exceptions import JobNotFound
+from ..locks.keys import validate_name
+from ..locks.listing import describe_lock
+from ..locks.lock import Lock
+from ..queue.core import STATES, Job, Queue, get_queue
+from ..templatetags.redislock_admin import duration
 
 VIEW = "django_redislock.view_dashboard"
 RELEASE = "django_redislock.release_lock"

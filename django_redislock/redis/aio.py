@@ -13,10 +13,10 @@ from django.utils.module_loading import import_string
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgainError
 
+from ..conf import conf
+from ..exceptions import RedisUnavailable
 from . import blocking
-from .conf import conf
-from .connection import UNAVAILABLE, URL_SCHEMES, get_redis
-from .exceptions import RedisUnavailable
+from .clients import UNAVAILABLE, URL_SCHEMES, get_redis
 from .scripts import LuaScript
 
 # The asyncio twin of each sync connection class a django-redis cache may use. fakeredis is

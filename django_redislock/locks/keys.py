@@ -8,7 +8,7 @@ import socket
 import zlib
 from typing import Any
 
-from .conf import conf
+from ..conf import conf
 
 MAX_NAME_LENGTH = 200
 CLUSTER_SHARDS = 16
@@ -48,7 +48,7 @@ def validate_seconds(value: Any, argument: str, *, allow_zero: bool, allow_inf: 
 
 
 def shard_count(client: Any) -> int:
-    from .connection import is_cluster
+    from ..redis.clients import is_cluster
 
     return CLUSTER_SHARDS if is_cluster(client) else 1
 

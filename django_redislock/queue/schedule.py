@@ -30,10 +30,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from .conf import conf
-from .connection import call
-from .exceptions import RedisUnavailable
-from .queue import get_queue
+from ..conf import conf
+from ..exceptions import RedisUnavailable
+from ..redis.clients import call
+from .core import get_queue
 
 logger = logging.getLogger(__name__)
 

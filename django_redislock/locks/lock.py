@@ -10,10 +10,10 @@ from threading import current_thread, get_ident
 from types import TracebackType
 from typing import Any
 
+from ..exceptions import LockNotOwned
+from ..redis.clients import call, get_redis, run_script
 from . import renewer as _renewer
-from .connection import call, get_redis, run_script
-from .exceptions import LockNotOwned
-from .lockbase import LockBase, now_ms
+from .base import LockBase, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .connection import URL_SCHEMES
+from .clients import URL_SCHEMES
 
 # Connect and read timeout of a URL node, and the longest a round waits for replies: a node
 # slower than this loses its vote instead of eating every holder's validity. A healthy node

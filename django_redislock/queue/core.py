@@ -13,10 +13,10 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .conf import conf
-from .connection import get_redis, run_script
-from .exceptions import JobNotFound
-from .queue_scripts import (
+from ..conf import conf
+from ..exceptions import JobNotFound
+from ..redis.clients import get_redis, run_script
+from .scripts import (
     CANCEL,
     ENQUEUE,
     MAX_BATCH,

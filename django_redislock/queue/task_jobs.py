@@ -18,7 +18,7 @@ import django
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 
-from .queue import AttemptError, Job
+from .core import AttemptError, Job
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 try:

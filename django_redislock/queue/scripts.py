@@ -40,7 +40,7 @@ clocks still agree on what is due.
 
 from __future__ import annotations
 
-from .scripts import _script
+from ..redis.scripts import _script
 
 # The most jobs one script call takes or returns; callers split larger batches.
 MAX_BATCH = 1000

@@ -28,14 +28,15 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from redis.exceptions import NoScriptError
 
+from ..conf import conf
+from ..exceptions import LockError, LockNotOwned, LockTimeout, RedisUnavailable
+from ..redis.clients import URL_SCHEMES
+from ..redis.nodes import UNREACHABLE, fan_out, node_client
+from ..redis.scripts import LuaScript
+from ..signals import lock_acquired, lock_busy, lock_lost, lock_released
 from . import keys as _keys
-from .conf import conf
-from .connection import URL_SCHEMES
-from .exceptions import LockError, LockNotOwned, LockTimeout, RedisUnavailable
 from .keys import lock_base, lock_keys, validate_name, validate_seconds
-from .nodes import UNREACHABLE, fan_out, node_client
-from .scripts import ACQUIRE, EXTEND, RELEASE, LuaScript
-from .signals import lock_acquired, lock_busy, lock_lost, lock_released
+from .scripts import ACQUIRE, EXTEND, RELEASE
 
 logger = logging.getLogger(__name__)
 

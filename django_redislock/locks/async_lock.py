@@ -15,11 +15,11 @@ from threading import current_thread, get_ident
 from types import TracebackType
 from typing import Any
 
+from ..exceptions import LockNotOwned
+from ..redis.aio import call, get_async_redis, run_script
+from ..redis.clients import get_redis
 from . import renewer as _renewer
-from .aioconnection import call, get_async_redis, run_script
-from .connection import get_redis
-from .exceptions import LockNotOwned
-from .lockbase import Hold, LockBase, now_ms
+from .base import Hold, LockBase, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 
 logger = logging.getLogger("django_redislock.locks")

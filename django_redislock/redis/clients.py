@@ -27,9 +27,9 @@ from redis.exceptions import (
     TryAgainError,
 )
 
+from ..conf import conf
+from ..exceptions import RedisUnavailable
 from . import blocking
-from .conf import conf
-from .exceptions import RedisUnavailable
 from .scripts import LuaScript
 
 logger = logging.getLogger(__name__)

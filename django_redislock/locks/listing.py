@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from .connection import UNAVAILABLE, get_redis, run_script
-from .exceptions import RedisUnavailable
+from ..exceptions import RedisUnavailable
+from ..redis.clients import UNAVAILABLE, get_redis, run_script
 from .keys import index_keys, lock_base, lock_keys, shard_base, shard_count, validate_name
 from .scripts import SWEEP, SYNC_NAMES
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import redis
 
-from .connection import UNAVAILABLE, _packer, is_cluster
-from .exceptions import RedisUnavailable
-from .queue import Job, Queue
-from .queue_scripts import MAX_BATCH, POP, START
-from .scripts import LuaScript
+from ..exceptions import RedisUnavailable
+from ..redis.clients import UNAVAILABLE, _packer, is_cluster
+from ..redis.scripts import LuaScript
+from .core import Job, Queue
+from .scripts import MAX_BATCH, POP, START
 
 logger = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .connection import UNAVAILABLE
+from ..redis.clients import UNAVAILABLE
+from ..signals import lock_abandoned
 from .scripts import EXTEND
-from .signals import lock_abandoned
 
 if TYPE_CHECKING:
-    from .lockbase import Hold, LockBase
+    from .base import Hold, LockBase
 
 logger = logging.getLogger(__name__)
 

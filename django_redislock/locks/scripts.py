@@ -23,19 +23,7 @@ an exact token match. The fence is 0 for a lock taken without fencing.
 
 from __future__ import annotations
 
-import hashlib
-from typing import NamedTuple
-
-
-class LuaScript(NamedTuple):
-    name: str
-    source: str
-    sha: str
-
-
-def _script(name: str, source: str) -> LuaScript:
-    return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())
-
+from ..redis.scripts import _script
 
 # Shared by the scripts that free a lock. Gives the free lock straight to the oldest waiter
 # that is still alive, pushes its fence to that waiter's wake-up list (which unblocks its

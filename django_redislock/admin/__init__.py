@@ -26,7 +26,12 @@ from django.urls import URLPattern, path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from .admin_actions import (
+from ..conf import conf
+from ..exceptions import RedisUnavailable
+from ..locks.listing import list_locks
+from ..models import Dashboard
+from ..queue.core import STATES, get_queue
+from .actions import (
     ACTIONS,
     JOB_ACTIONS,
     MANAGE,
@@ -37,11 +42,6 @@ from .admin_actions import (
     due_at,
     target,
 )
-from .conf import conf
-from .exceptions import RedisUnavailable
-from .listing import list_locks
-from .models import Dashboard
-from .queue import STATES, get_queue
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class DashboardAdmin(_ModelAdmin):
     def workers_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
             try:
-                from .worker import live_workers
+                from ..queue.worker import live_workers
             except ImproperlyConfigured as exc:  # Django 5.2 without the Tasks backport
                 return {"note": str(exc), "workers": []}
             try:

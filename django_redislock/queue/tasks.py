@@ -1,0 +1,228 @@
+"""``RedisTaskBackend``: Django's Tasks framework on the django-redislock queues.
+
+The framework is ``django.tasks`` on Django 6 and the ``django-tasks`` backport on Django 5.2
+(``pip install "django-redislock[tasks]"``)::
+
+    TASKS = {"default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend",
+                         "QUEUES": ["default"]}}
+
+A task's ``queue_name`` is the name of a queue in ``REDISLOCK['QUEUES']`` (``QUEUES: []``:
+any of them); ``run_queue_worker`` runs it. Results (return value, every attempt's error,
+times, the worker of each attempt) are kept for the queue's ``RESULT_TTL`` after the task
+finishes.
+
+This module is also where the worker turns a job into a task call (``run_job``): the only
+thing it will ever call is a task object made by ``@task`` in an installed app
+(``task_jobs.resolve_task``).
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.checks import CheckMessage, Error
+from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone as django_timezone
+
+from ..conf import conf
+from ..exceptions import JobNotFound
+from .core import Job, get_queue
+from .task_jobs import (
+    FRAMEWORK,
+    NOT_A_TASK,
+    FrameworkInvalidTask,
+    InvalidTask,
+    TaskContext,
+    TaskError,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    arguments,
+    framework_backends,
+    resolve_task,
+    restored,
+    signals,
+    stand_in,
+    task_result,
+    to_json,
+    when,
+)
+
+__all__ = ["FRAMEWORK", "InvalidTask", "RedisTaskBackend", "resolve_task", "run_job"]
+
+
+def run_job(job: Job) -> str:
+    """Run a leased job as its task, sending the framework's ``task_started`` and
+    ``task_finished`` signals; returns the return value as JSON. Raises InvalidTask when it
+    must not run (or its value cannot be kept), else whatever the task raised."""
+    if not job.task:
+        raise InvalidTask(NOT_A_TASK)
+    task = restored(resolve_task(job.task), job, None)
+    now = django_timezone.now()
+    result = task_result(job, task, task.backend, TaskResultStatus.RUNNING)
+    object.__setattr__(result, "started_at", now)
+    object.__setattr__(result, "last_attempted_at", now)
+    signals.task_started.send(RedisTaskBackend, task_result=result)
+    try:
+        if task.takes_context:
+            value = task.call(TaskContext(task_result=result), *job.args, **job.kwargs)
+        else:
+            value = task.call(*job.args, **job.kwargs)
+        try:  # normalised as the framework's own backends do (tuples, bytes, mappings)
+            text = to_json(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidTask(
+                f"{job.task} returned a value that is not JSON-serializable ({exc})."
+            ) from exc
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, CancelledError too
+        cls = type(exc)
+        object.__setattr__(result, "status", TaskResultStatus.FAILED)
+        object.__setattr__(result, "finished_at", django_timezone.now())
+        path = f"{cls.__module__}.{cls.__qualname__}"
+        trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
+        result.errors.append(TaskError(exception_class_path=path, traceback=trace))
+        signals.task_finished.send(RedisTaskBackend, task_result=result)
+        raise
+    object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+    object.__setattr__(result, "finished_at", django_timezone.now())
+    object.__setattr__(result, "_return_value", json.loads(text))
+    signals.task_finished.send(RedisTaskBackend, task_result=result)
+    return text
+
+
+class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc]
+    """Tasks on the django-redislock queues: defer (``run_after``), priority, async task
+    functions and ``get_result`` from any process. ``QUEUES: []`` takes any queue of
+    ``REDISLOCK['QUEUES']``."""
+
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        # The framework builds backends inside its own system check: a QUEUES of the wrong
+        # shape must reach check() (E013), not raise a TypeError here.
+        self._queues_setting = params.get("QUEUES", ["default"])
+        if not isinstance(self._queues_setting, (list, tuple)) or not all(
+            isinstance(name, str) for name in self._queues_setting
+        ):
+            params = {**params, "QUEUES": []}
+        super().__init__(alias, params)
+        self._validated: set[Any] = set()
+
+    def validate_task(self, task: Any) -> None:
+        # The framework inspects the function's signature every time: a task that passed is
+        # remembered (not with run_after, whose check reads USE_TZ).
+        if task in self._validated:
+            return
+        super().validate_task(task)
+        if task.run_after is None and len(self._validated) < 1000:
+            self._validated.add(task)
+
+    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        self.validate_task(task)
+        path = task.module_path
+        try:  # what the worker would refuse is refused here, before anything is written
+            declared = resolve_task(path)
+        except InvalidTask as exc:
+            raise FrameworkInvalidTask(f"The worker would not run this task: {exc}") from exc
+        if declared.func is not task.func:
+            raise FrameworkInvalidTask(
+                f"{path!r} names another task: the worker would run that one, not this one."
+            )
+        try:
+            queue = get_queue(task.queue_name)
+        except ImproperlyConfigured as exc:
+            if task.queue_name in conf.QUEUES:  # a connection setting, not the queue
+                raise
+            raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
+        args, kwargs = arguments(args, kwargs)
+        meta: dict[str, Any] = {}
+        if self.alias != declared.backend:
+            meta["backend"] = self.alias
+        run_after = task.run_after
+        if run_after is not None:
+            meta["run_after"] = run_after.isoformat()
+            if django_timezone.is_naive(run_after):
+                run_after = django_timezone.make_aware(run_after)
+        job = queue.enqueue(
+            path, args, kwargs, at=run_after, priority=task.priority, meta=meta or None
+        )
+        result = TaskResult(
+            task=task,
+            id=job.id,
+            status=TaskResultStatus.READY,
+            enqueued_at=when(job.enqueued),  # Redis's clock, as get_result reads it
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=args,
+            kwargs=kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        signals.task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> Any:
+        if not isinstance(result_id, str):
+            raise TypeError(f"result_id must be a str, not {type(result_id).__name__}.")
+        configured = conf.QUEUES
+        names = self.queues & configured.keys() if self.queues else configured
+        for name in sorted(names):
+            try:
+                job = get_queue(name).get(result_id)
+            except JobNotFound:
+                continue
+            return self._result(job)
+        raise TaskResultDoesNotExist(result_id)
+
+    def _result(self, job: Job) -> Any:
+        try:
+            if not job.task:
+                raise InvalidTask(NOT_A_TASK)
+            task = restored(resolve_task(job.task), job, self.alias)
+        except InvalidTask as exc:  # a job the worker refuses: its result all the same
+            task = self.task_class(func=stand_in(job.task, str(exc)), priority=job.priority,
+                                   backend=self.alias, queue_name=job.queue)  # fmt: skip
+        return task_result(job, task, task.backend)
+
+    def check(self, **kwargs: Any) -> Iterable[CheckMessage]:
+        yield from super().check(**kwargs)
+        where = f"TASKS[{self.alias!r}]"
+        configured = conf.QUEUE_NAMES  # never raises: REDISLOCK's own check reports its shape
+        names = self._queues_setting
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            yield Error(
+                f"{where}['QUEUES'] must be a list of queue names, not {names!r:.60}.",
+                hint=f"For example {configured[:3] or ['default']!r}: names of queues in "
+                "REDISLOCK['QUEUES'].",
+                id="django_redislock.E013",
+            )
+            names = []
+        for name in sorted(set(names) - set(configured)):
+            yield Error(
+                f"{where}['QUEUES'] names {name!r}, which is not a queue in REDISLOCK['QUEUES'].",
+                hint=f"Add {name!r} to REDISLOCK['QUEUES'] (configured: "
+                f"{', '.join(configured) or 'none'}).",
+                id="django_redislock.E013",
+            )
+        if not isinstance(self.options, dict):
+            yield Error(
+                f"{where}['OPTIONS'] must be a dict, not {self.options!r:.60}.",
+                hint="RedisTaskBackend takes no options: leave OPTIONS out. Queue options "
+                "(LEASE, MAX_ATTEMPTS, ...) go in REDISLOCK['QUEUES'].",
+                id="django_redislock.E014",
+            )
+        elif self.options:
+            yield Error(
+                f"{where}['OPTIONS'] has {', '.join(map(repr, self.options))}; "
+                "RedisTaskBackend takes no options.",
+                hint="Queue options (LEASE, MAX_ATTEMPTS, ...) go in REDISLOCK['QUEUES'].",
+                id="django_redislock.E014",
+            )
