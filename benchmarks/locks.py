@@ -59,11 +59,11 @@ def ours(
     url: str, name: str, ttl: float, fair: bool = False, spin: bool = True
 ) -> tuple[Callable[..., bool], Callable[[], None]]:
     from django_redislock import Lock, get_redis
-    from django_redislock.redis.clients import _dedicated
+    from django_redislock.redis.fastpath import dedicated
 
     lock = Lock(name, ttl=ttl, fair=fair, using=None if spin else url)
     if not spin:  # a client of its own, its connection waiting for replies asleep in recv
-        held = _dedicated(get_redis(url))
+        held = dedicated(get_redis(url))
         assert held is not None
         held.spin = 0.0  # as REDISLOCK["SPIN_WAIT"] = 0 would, for this connection only
 

@@ -135,10 +135,10 @@ class OursNoSpin(Ours):
 
     def __init__(self, url: str) -> None:
         from django_redislock import get_queue
-        from django_redislock.redis.clients import _dedicated
+        from django_redislock.redis.fastpath import dedicated
 
         self.queue = get_queue("default", using=url)  # a client (and connection) of its own
-        held = _dedicated(self.queue.client)
+        held = dedicated(self.queue.client)
         assert held is not None
         held.spin = 0.0  # as REDISLOCK["SPIN_WAIT"] = 0 would, for this connection only
 

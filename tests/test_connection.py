@@ -52,9 +52,9 @@ def test_lock_using_another_redis(settings, redis_server):
 
 
 def test_a_connection_closed_by_the_server_is_replaced(settings, redis_server, monkeypatch):
-    from django_redislock.redis import clients as connection
+    from django_redislock.redis import fastpath
 
-    monkeypatch.setattr(connection, "IDLE_CHECK_SECONDS", 0.0)
+    monkeypatch.setattr(fastpath, "IDLE_CHECK_SECONDS", 0.0)
     settings.REDISLOCK = {"URL": redis_server.url}
     with Lock("idle", ttl=5):
         pass
@@ -140,12 +140,13 @@ def test_lock_keys_are_encoded_as_the_client_encodes_them(settings, redis_server
 
 def test_replies_are_awaited_by_spinning_on_the_socket(settings, redis_server, monkeypatch):
     from django_redislock.redis import clients as connection
+    from django_redislock.redis import fastpath
 
-    monkeypatch.setattr(connection, "IDLE_CHECK_SECONDS", 0.0)
+    monkeypatch.setattr(fastpath, "IDLE_CHECK_SECONDS", 0.0)
     settings.REDISLOCK = {"URL": redis_server.url}
     client = get_redis()
     assert connection.call(client, "SET", "spin", "1") == b"OK"
-    held = connection._dedicated(client)
+    held = fastpath.dedicated(client)
     assert held is not None
     assert held.spin == 0.0002
     assert held.polled is held.conn._sock
@@ -170,10 +171,11 @@ SLOW = "local i = 0 while i < 2000000 do i = i + 1 end return i"
 
 def test_a_slow_reply_is_read_after_the_spin_and_later_commands_sleep(settings, redis_server):
     from django_redislock.redis import clients as connection
+    from django_redislock.redis import fastpath
 
     settings.REDISLOCK = {"URL": redis_server.url}
     client = get_redis()
-    held = connection._dedicated(client)
+    held = fastpath.dedicated(client)
     assert held is not None
     assert connection.call(client, "EVAL", SLOW, 0) == 2000000  # read once the spin gave up
     assert (held.misses, held.skip) == (1, 2)
@@ -200,13 +202,13 @@ def test_a_slow_reply_is_read_after_the_spin_and_later_commands_sleep(settings, 
 
 
 def test_spin_wait_zero_always_sleeps(settings, redis_server):
-    from django_redislock.redis import clients as connection
+    from django_redislock.redis import fastpath
 
     settings.REDISLOCK = {"URL": redis_server.url, "SPIN_WAIT": 0}
     client = get_redis()
     with Lock("sleepy", ttl=5) as lock:
         assert lock.owned()
-    held = connection._dedicated(client)
+    held = fastpath.dedicated(client)
     assert held is not None
     assert held.spin == 0
     assert held.poller is None

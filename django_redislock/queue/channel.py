@@ -20,7 +20,8 @@ from typing import Any
 import redis
 
 from ..exceptions import RedisUnavailable
-from ..redis.clients import UNAVAILABLE, _packer, is_cluster
+from ..redis.clients import UNAVAILABLE, is_cluster
+from ..redis.fastpath import packer
 from ..redis.scripts import LuaScript
 from .core import Job, Queue
 from .scripts import MAX_BATCH, POP, START
@@ -153,7 +154,7 @@ class Channel:
         try:
             if self.conn is None:
                 self.conn = self.node.connection_pool.get_connection()
-                self.pack = _packer(self.conn)
+                self.pack = packer(self.conn)
                 # Loaded first, so that no EVALSHA sent here fails with NOSCRIPT: its rerun
                 # would come after the commands sent behind it.
                 for loaded in (START, POP):

@@ -13,10 +13,9 @@ from django.utils.module_loading import import_string
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgainError
 
-from ..conf import conf
 from ..exceptions import RedisUnavailable
 from . import blocking
-from .clients import UNAVAILABLE, URL_SCHEMES, get_redis
+from .clients import UNAVAILABLE, get_redis, target
 from .scripts import LuaScript
 
 # The asyncio twin of each sync connection class a django-redis cache may use. fakeredis is
@@ -65,18 +64,15 @@ def reset_async_connections() -> None:
 
 
 def _connect(using: str | None) -> Any:
-    if using is None:
-        if conf.URL:
-            return _from_url(conf.URL, cluster=conf.CLUSTER)
-        using = conf.CACHE
-    if using.startswith(URL_SCHEMES):
-        return _from_url(using, cluster=False)
-    pool = get_redis(using).connection_pool
+    where = target(using)
+    if where.url is not None:
+        return _from_url(where.url, cluster=where.cluster)
+    pool = get_redis(where.cache).connection_pool
     sync_class = f"{pool.connection_class.__module__}.{pool.connection_class.__qualname__}"
     if sync_class not in ASYNC_CONNECTION_CLASSES:
         raise ImproperlyConfigured(
             f"django-redislock: AsyncLock cannot derive an asyncio client from cache "
-            f"{using!r} (connection class {sync_class}). Set REDISLOCK['URL'], or pass a "
+            f"{where.cache!r} (connection class {sync_class}). Set REDISLOCK['URL'], or pass a "
             "redis:// URL as using=."
         )
     kwargs = {k: v for k, v in pool.connection_kwargs.items() if k in PORTABLE_KWARGS}

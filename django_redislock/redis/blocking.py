@@ -76,9 +76,8 @@ def _client_id(
     if conn._sock is None:
         conn.connect()
     sock = conn._sock
-    known = _ids.get(conn)
-    if known is not None and known[0] is sock:
-        return known[1]
+    if _remembered(conn, sock):
+        return _ids[conn][1]
     ident = None
     if isinstance(sock, socket.socket):  # not fakeredis
         try:
@@ -89,6 +88,12 @@ def _client_id(
             ident = None
     _ids[conn] = (sock, ident)
     return ident
+
+
+def _remembered(conn: Any, handle: Any) -> bool:
+    """Whether ``conn``'s client id was asked on its current socket (a reconnect drops it)."""
+    known = _ids.get(conn)
+    return known is not None and known[0] is handle
 
 
 def _readable(sock: Any, timeout: float) -> bool:
@@ -132,9 +137,8 @@ async def _async_client_id(conn: Any, unblock: Callable[[int], Awaitable[Any]]) 
     if not conn.is_connected:
         await conn.connect()
     stream = conn._reader
-    known = _ids.get(conn)
-    if known is not None and known[0] is stream:
-        return known[1]
+    if _remembered(conn, stream):
+        return _ids[conn][1]
     ident = None
     if isinstance(stream, asyncio.StreamReader):  # not fakeredis
         try:

@@ -2,48 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
-import select
-import socket
 import threading
-import time
-import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-import hiredis
 import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
-from redis.exceptions import (
-    AskError,
-    ClusterDownError,
-    NoScriptError,
-    ReadOnlyError,
-    TryAgainError,
-)
+from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgainError
 
 from ..conf import conf
-from ..exceptions import RedisUnavailable
-from . import blocking
+from . import blocking, fastpath
+from .fastpath import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
+from .fastpath import dedicated, execute, mapped, packer
 from .scripts import LuaScript
 
-logger = logging.getLogger(__name__)
-
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
-UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError)
-# A dedicated connection unused for this long is checked for a server-side close first.
-IDLE_CHECK_SECONDS = 1.0
-# After a reply that outlasted SPIN_WAIT, this many commands in a row wait without spinning,
-# doubling with each further miss up to MAX_SKIP: spinning for a remote Redis is only waste.
-MAX_SKIP = 1024
-# Commands whose reply waits on purpose (a lock waiter's BLPOP): never spun for.
-BLOCKING = frozenset({"BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "BZPOPMAX", "WAIT"})
-
 _clients: dict[str | None, Any] = {}
 _clients_lock = threading.Lock()
 
@@ -65,10 +42,9 @@ def get_redis(using: str | None = None) -> Any:
 
 def reset_connections() -> None:
     """Forget every client, so the next ``get_redis`` reads the settings again."""
-    global _generation
     with _clients_lock:
         _clients.clear()
-        _generation += 1
+        fastpath.forget()
 
 
 os.register_at_fork(after_in_child=_clients.clear)
@@ -78,21 +54,36 @@ def is_cluster(client: Any) -> bool:
     return isinstance(client, (RedisCluster, AsyncRedisCluster))
 
 
-def _connect(using: str | None) -> Any:
+class Target(NamedTuple):
+    """Where ``using`` points: a Redis URL (``cluster``: a Cluster's), or a django-redis cache."""
+
+    url: str | None
+    cluster: bool = False
+    cache: str | None = None
+
+
+def target(using: str | None) -> Target:
+    """Resolve ``using`` (None: ``REDISLOCK['URL']``, else the cache ``REDISLOCK['CACHE']``)."""
     if using is None:
         if conf.URL:
-            return _from_url(conf.URL, cluster=conf.CLUSTER)
+            return Target(conf.URL, cluster=conf.CLUSTER)
         using = conf.CACHE
     if using.startswith(URL_SCHEMES):
-        return _from_url(using, cluster=False)
-    caches = getattr(settings, "CACHES", {})
-    if using not in caches:
+        return Target(using)
+    if using not in getattr(settings, "CACHES", {}):
         raise ImproperlyConfigured(
             f"django-redislock: {using!r} is neither a cache alias in CACHES nor a Redis URL."
         )
-    from django_redis import get_redis_connection
+    return Target(None, cache=using)
 
-    return get_redis_connection(using)
+
+def _connect(using: str | None) -> Any:
+    where = target(using)
+    if where.url is None:
+        from django_redis import get_redis_connection
+
+        return get_redis_connection(where.cache)
+    return _from_url(where.url, cluster=where.cluster)
 
 
 def _from_url(url: str, *, cluster: bool) -> Any:
@@ -101,206 +92,15 @@ def _from_url(url: str, *, cluster: bool) -> Any:
     return redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
 
 
-class _Dedicated:
-    """A connection a thread keeps for its lock and queue commands. These are latency-bound
-    (a lock hand-off, an enqueue: one round trip each), so they skip the pool's checkout, its
-    readiness poll and the response callbacks, and wait for the reply by polling the socket
-    for up to ``SPIN_WAIT`` before sleeping in ``recv`` (blocking commands excepted). A
-    thread put to sleep waits for the kernel to wake it once the reply lands; on a virtual
-    machine that wake-up alone can cost more than Redis takes to answer. Given back to the
-    pool when the thread ends."""
-
-    __slots__ = ("conn", "misses", "pack", "polled", "poller", "pool", "skip", "spin", "used")
-
-    def __init__(self, pool: Any, spin: float) -> None:
-        self.pool = pool
-        self.conn = pool.get_connection()
-        self.used = time.monotonic()
-        self.pack = _packer(self.conn)
-        self.spin = spin if hasattr(select, "poll") else 0.0
-        self.poller: Any = None
-        self.polled: Any = None  # the socket the poller watches
-        self.skip = self.misses = 0
-
-    def __del__(self) -> None:
-        # Exceptions: interpreter shutdown, or a pool reset after a fork.
-        with contextlib.suppress(Exception):
-            self.pool.release(self.conn)
-        with contextlib.suppress(Exception):
-            _give_back_one(self.pool)
-
-    def freshen(self) -> None:
-        now = time.monotonic()
-        if now - self.used > IDLE_CHECK_SECONDS:
-            self._drop_if_stale()
-        self.used = now
-
-    def execute(self, args: tuple[Any, ...]) -> Any:
-        self.freshen()
-        # A connection that worked before may have been closed under us (a Redis restart, a
-        # failover, a proxy): the command did not reach the new server, so it is sent once
-        # more on a new connection. A connection made for this command is not retried.
-        if self.conn._sock is not None and args[0] not in BLOCKING:
-            try:
-                return self._execute(args)
-            except RedisUnavailable as exc:
-                if isinstance(exc.__cause__, (redis.TimeoutError, socket.timeout)):
-                    raise  # it may have run: never twice
-                logger.debug("Redis connection lost; sending %s again once.", args[0])
-        return self._execute(args)
-
-    def _execute(self, args: tuple[Any, ...]) -> Any:
-        conn = self.conn
-        try:
-            conn.send_packed_command(self.pack(args), check_health=False)
-            if self.spin and args[0] not in BLOCKING:
-                self._spin(conn._sock)
-            return conn.read_response()
-        except BaseException as exc:
-            raise _mapped(conn, exc)  # noqa: B904 (the cause is set there)
-
-    def _spin(self, sock: Any) -> None:
-        """Return once ``sock`` is readable, or after ``spin`` seconds (then the read sleeps).
-        Each poll releases the GIL, so other threads run meanwhile."""
-        if self.skip:
-            self.skip -= 1
-            return
-        if sock is not self.polled:  # a new connection
-            self.poller = select.poll()
-            self.poller.register(sock, select.POLLIN)
-            self.polled = sock
-        poll, clock = self.poller.poll, time.perf_counter
-        end = clock() + self.spin
-        while not poll(0):
-            if clock() > end:
-                self.misses = min(self.misses + 1, 10)
-                self.skip = min(2**self.misses, MAX_SKIP)
-                return
-        self.misses = 0
-
-    def _drop_if_stale(self) -> None:
-        # The server may have closed an idle connection (its `timeout`); readable data on an
-        # idle connection means EOF or junk either way.
-        try:
-            if self.conn._sock is not None and self.conn.can_read():
-                self.conn.disconnect()
-        except (*UNAVAILABLE, OSError):
-            self.conn.disconnect()
-
-
-_generation = 0
-# Threads keep at most half of a pool's connections for lock traffic; threads beyond that
-# use the pool command by command, so locks can never starve the cache of connections.
-_kept: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-_kept_lock = threading.Lock()
-
-
-def _keep_one(pool: Any) -> bool:
-    limit = getattr(pool, "max_connections", None)
-    if not isinstance(limit, int):
-        return False
-    with _kept_lock:
-        kept = _kept.get(pool, 0)
-        if kept >= limit // 2:
-            return False
-        _kept[pool] = kept + 1
-        return True
-
-
-def _give_back_one(pool: Any) -> None:
-    with _kept_lock:
-        _kept[pool] = max(0, _kept.get(pool, 1) - 1)
-
-
-def _packer(conn: Any) -> Any:
-    """hiredis packs a command in a third of the time of redis-py's checked packer. Use it
-    when it yields exactly the bytes the connection itself would send (it does whenever
-    redis-py packs with hiredis too, as with the hiredis extra installed)."""
-    sample = ("EVALSHA", "café", 1, b"\xff", 2.5)
-    # (hiredis's stub types the argument as a 1-tuple; it takes any length.)
-    if b"".join(conn.pack_command(*sample)) != hiredis.pack_command(sample):  # type: ignore[arg-type]
-        return lambda args: conn.pack_command(*args)
-    pack = hiredis.pack_command
-    return lambda args: [pack(args)]  # a list of chunks, as send_packed_command wants
-
-
-class _ThreadConnections(threading.local):
-    def __init__(self) -> None:
-        self.by_pool: dict[int, _Dedicated | None] = {}
-        self.generation = _generation
-
-
-_threads = _ThreadConnections()
-
-
-def _reset_threads() -> None:
-    global _threads
-    _threads = _ThreadConnections()
-
-
-os.register_at_fork(after_in_child=_reset_threads)
-
-
-def _dedicated(client: Any) -> _Dedicated | None:
-    """This thread's connection for ``client``, or None to use the client as it is (Redis
-    Cluster routes each command to its node; a bounded pool must not be held from)."""
-    threads = _threads
-    if threads.generation != _generation:  # settings changed: give old connections back
-        threads.by_pool.clear()
-        threads.generation = _generation
-    pool = getattr(client, "connection_pool", None)
-    key = id(pool)
-    if key in threads.by_pool:
-        held = threads.by_pool[key]
-        if held is None or held.pool is pool:
-            return held
-    if pool is None or not _keep_one(pool):
-        threads.by_pool[key] = None
-        return None
-    try:
-        held = threads.by_pool[key] = _Dedicated(pool, conf.SPIN_WAIT)
-    except (*UNAVAILABLE, OSError) as exc:
-        _give_back_one(pool)
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
-    return held
-
-
-def _execute(client: Any, args: tuple[Any, ...]) -> Any:
-    held = _dedicated(client)
-    if held is not None:
-        return held.execute(args)
-    try:
-        return client.execute_command(*args)
-    except UNAVAILABLE as exc:
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
-
-
-def _mapped(conn: Any, exc: BaseException) -> BaseException:
-    """What a command's failure on ``conn`` is raised as. A Redis error reply leaves the
-    connection in step; anything else disconnects it (a failover made the server a replica,
-    Redis went away, or the command was interrupted mid-reply)."""
-    if isinstance(exc, redis.ResponseError) and not isinstance(exc, ReadOnlyError):
-        return exc
-    conn.disconnect()
-    if isinstance(exc, ReadOnlyError):
-        error: BaseException = RedisUnavailable(f"Redis is read-only, failing over? ({exc})")
-    elif isinstance(exc, (*UNAVAILABLE, OSError)):
-        error = RedisUnavailable(f"Redis is unreachable ({exc})")
-    else:
-        return exc
-    error.__cause__ = exc
-    return error
-
-
 def run_script(client: Any, script: LuaScript, keys: Sequence[Any], args: Sequence[Any]) -> Any:
     """Run a Lua script in one round trip (loading it first only when the server lacks it)."""
     try:
-        return _execute(client, ("EVALSHA", script.sha, len(keys), *keys, *args))
+        return execute(client, ("EVALSHA", script.sha, len(keys), *keys, *args))
     except NoScriptError as missing:
         # fakeredis keeps the error it raised; with its traceback it would keep the caller's
         # stack (a Lock that should be garbage-collected, say) alive.
         missing.__traceback__ = None
-        return _execute(client, ("EVAL", script.source, len(keys), *keys, *args))
+        return execute(client, ("EVAL", script.source, len(keys), *keys, *args))
 
 
 def call(client: Any, *args: Any) -> Any:
@@ -308,20 +108,20 @@ def call(client: Any, *args: Any) -> Any:
     A one-key ``BLPOP`` answers within its timeout to the millisecond (see ``blocking``)."""
     if args[0] == "BLPOP" and len(args) == 3:
         return _blpop(client, args[1], args[2])
-    return _execute(client, args)
+    return execute(client, args)
 
 
 def _blpop(client: Any, key: str, timeout: float) -> Any:
     # On Cluster, on the key's node (a client of its own, with its own pool).
     node = client.get_node_from_key(key).redis_connection if is_cluster(client) else client
-    held = _dedicated(node)
+    held = dedicated(node)
     if held is not None:
         held.freshen()
         return _pop_on(client, node, held.conn, held.pack, key, timeout)
     pool = node.connection_pool
     conn = pool.get_connection()
     try:
-        return _pop_on(client, node, conn, _packer(conn), key, timeout)
+        return _pop_on(client, node, conn, packer(conn), key, timeout)
     finally:
         pool.release(conn)
 
@@ -334,6 +134,6 @@ def _pop_on(client: Any, node: Any, conn: Any, pack: Any, key: str, timeout: flo
         return blocking.pop(conn, key, timeout, unblock, pack)
     except (AskError, TryAgainError, ClusterDownError):
         # The slot moved: the Cluster client finds its new node (less precisely).
-        return _execute(client, ("BLPOP", key, max(timeout, 0.001)))
+        return execute(client, ("BLPOP", key, max(timeout, 0.001)))
     except BaseException as exc:
-        raise _mapped(conn, exc)  # noqa: B904 (the cause is set there)
+        raise mapped(conn, exc)  # noqa: B904 (the cause is set there)
