@@ -129,36 +129,40 @@ def _job(t: Mapping[str, str], *states: str) -> tuple[Queue, Job]:
     return queue, job
 
 
-def _describe_run(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = _job(t, "scheduled")
-    return {
-        "summary": f"Run job “{job.id}” ({job.task}) of queue “{queue.name}” now instead "
-        f"of at {_when(due_at(job))}.",
-        "job": job,
-    }
+def _requeuer(
+    state: str, summary: Callable[[Queue, Job], str], done: str
+) -> tuple[Callable[[Mapping[str, str]], dict[str, Any]], Callable[[Mapping[str, str]], str]]:
+    """The describe and perform of an action that makes a ``state`` job ready again."""
+
+    def describe(t: Mapping[str, str]) -> dict[str, Any]:
+        queue, job = _job(t, state)
+        return {"summary": summary(queue, job), "job": job}
+
+    def perform(t: Mapping[str, str]) -> str:
+        queue, job = _job(t, state)
+        if not queue.requeue(job.id):
+            raise Gone(f"Job “{job.id}” was not {state} any more; nothing was done.")
+        return done.format(job=job.id, queue=queue.name)
+
+    return describe, perform
 
 
-def _run(t: Mapping[str, str]) -> str:
-    queue, job = _job(t, "scheduled")
-    if not queue.requeue(job.id):
-        raise Gone(f"Job “{job.id}” was not scheduled any more; nothing was done.")
-    return f"Job “{job.id}” of queue “{queue.name}” was made ready to run now."
-
-
-def _describe_retry(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = _job(t, "dead")
-    return {
-        "summary": f"Run dead job “{job.id}” ({job.task}) of queue “{queue.name}” again now, "
-        f"with its attempts reset (it failed after {job.attempts}).",
-        "job": job,
-    }
-
-
-def _retry(t: Mapping[str, str]) -> str:
-    queue, job = _job(t, "dead")
-    if not queue.requeue(job.id):
-        raise Gone(f"Job “{job.id}” was not dead any more; nothing was done.")
-    return f"Dead job “{job.id}” of queue “{queue.name}” was requeued."
+_describe_run, _run = _requeuer(
+    "scheduled",
+    lambda queue, job: (
+        f"Run job “{job.id}” ({job.task}) of queue “{queue.name}” now instead "
+        f"of at {_when(due_at(job))}."
+    ),
+    "Job “{job}” of queue “{queue}” was made ready to run now.",
+)
+_describe_retry, _retry = _requeuer(
+    "dead",
+    lambda queue, job: (
+        f"Run dead job “{job.id}” ({job.task}) of queue “{queue.name}” again "
+        f"now, with its attempts reset (it failed after {job.attempts})."
+    ),
+    "Dead job “{job}” of queue “{queue}” was requeued.",
+)
 
 
 def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:

@@ -1,0 +1,88 @@
+"""The admin's action views: a confirmation page (GET) whose form posts to a POST-only
+view; both check the action's permission, and a done action is written to the admin log."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from ..models import Dashboard
+from .actions import ACTIONS, Action, Gone, target
+from .rendering import REDIS_ERRORS, Rendering, can, corrupt
+
+logger = logging.getLogger("django_redislock.admin")
+
+
+class ActionViews(Rendering):
+    def confirm_view(self, request: HttpRequest, action: str) -> HttpResponse:
+        act = self._action(request, action)
+        fields = target(act, request.GET)
+        back = self._next(request, request.GET)
+        try:
+            described = act.describe(fields)
+        except Gone as gone:
+            messages.warning(request, str(gone))
+            return HttpResponseRedirect(back)
+        except REDIS_ERRORS as exc:
+            status = 200 if corrupt(exc) else 503
+            return self._render(request, "confirm.html", act.label, {"redis_error": exc}, status)
+        if "state" in act.optional and "job" in described:  # the state confirmed is posted
+            fields["state"] = described["job"].state
+        context = {
+            **described, "action": act, "fields": fields, "next": back,
+            "post_url": self._url("action", action),
+        }  # fmt: skip
+        return self._render(request, "confirm.html", f"{act.label}: are you sure?", context)
+
+    def action_view(self, request: HttpRequest, action: str) -> HttpResponse:
+        act = self._action(request, action)
+        fields = target(act, request.POST)
+        back = self._next(request, request.POST)
+        try:
+            done = act.perform(fields)
+        except Gone as gone:
+            messages.warning(request, str(gone))
+        except REDIS_ERRORS as exc:
+            logger.warning("Admin action %s failed: %s", action, exc)
+            messages.error(request, f"Nothing was done: Redis failed ({exc}).")
+        else:
+            self._log(request, act, fields, done)
+            messages.success(request, done)
+        return HttpResponseRedirect(back)
+
+    def _action(self, request: HttpRequest, name: str) -> Action:
+        if name not in ACTIONS:
+            raise Http404(f"No action {name!r}.")
+        act = ACTIONS[name]
+        if not can(request, act.permission):
+            raise PermissionDenied
+        return act
+
+    def _log(self, request: HttpRequest, act: Action, fields: dict[str, str], done: str) -> None:
+        # LogEntry.objects.log_actions() wants database rows; these targets live in Redis,
+        # so the entry is written as that method writes it.
+        object_id, text = act.logged_as(fields)
+        LogEntry.objects.create(
+            user_id=request.user.pk,
+            content_type_id=ContentType.objects.get_for_model(Dashboard).pk,
+            object_id=object_id,
+            object_repr=text[:200],
+            action_flag=act.flag,
+            change_message=done,
+        )
+
+    def _next(self, request: HttpRequest, data: Any) -> str:
+        url = str(data.get("next", ""))
+        # Control characters have no place in a link of these pages (and browsers drop some
+        # of them, so what is checked here is not what would be followed).
+        safe = url.isprintable() and url_has_allowed_host_and_scheme(
+            url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
+        return url if url and safe else self._url("dashboard_changelist")

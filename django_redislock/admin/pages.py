@@ -1,0 +1,142 @@
+"""The admin's read-only pages: queues, locks, workers and the jobs of a queue in one state,
+each read live from Redis at a cost in proportion to the rows shown."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import redis
+from django.core.exceptions import ImproperlyConfigured
+from django.http import Http404, HttpRequest, HttpResponse
+
+from ..conf import conf
+from ..locks.listing import list_locks
+from ..queue.core import STATES, get_queue
+from .actions import ACTIONS, JOB_ACTIONS, MANAGE, RELEASE, due_at
+from .rendering import PER_PAGE, Pager, Rendering, can, corrupt, requested_page, seconds_since
+
+logger = logging.getLogger("django_redislock.admin")
+
+
+class Pages(Rendering):
+    def queues_view(self, request: HttpRequest) -> HttpResponse:
+        def load() -> dict[str, Any]:
+            rows: list[dict[str, Any]] = []
+            for name in conf.QUEUES:
+                queue = get_queue(name)
+                try:
+                    counts, oldest = queue.counts(), queue.oldest_ready_age()
+                except redis.ResponseError as exc:
+                    if not corrupt(exc):
+                        raise
+                    rows.append({"name": name, "error": str(exc)})  # the others still show
+                    continue
+                rows.append({
+                    "name": name,
+                    "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
+                    "oldest": oldest,
+                })  # fmt: skip
+            return {"queues": rows}
+
+        return self._page(request, "queues.html", "Queues", load, {"tab": "queues"})
+
+    def locks_view(self, request: HttpRequest) -> HttpResponse:
+        prefix = request.GET.get("q", "")
+
+        def load() -> dict[str, Any]:
+            asked = (requested_page(request) - 1) * PER_PAGE
+            page = list_locks(prefix, offset=asked, limit=PER_PAGE)
+            pager = Pager.of(request, page.total)
+            if pager.offset != asked:  # past the last page: show the last
+                page = list_locks(prefix, offset=pager.offset, limit=PER_PAGE)
+            can_release = can(request, RELEASE)
+            rows = [
+                (lock, self._confirm(request, "release", name=lock.name) if can_release else "")
+                for lock in page.locks
+            ]
+            return {"locks": rows, "pager": pager}
+
+        return self._page(request, "locks.html", "Locks", load, {"tab": "locks", "prefix": prefix})
+
+    def workers_view(self, request: HttpRequest) -> HttpResponse:
+        def load() -> dict[str, Any]:
+            try:
+                from ..queue.worker import live_workers
+            except ImproperlyConfigured as exc:  # Django 5.2 without the Tasks backport
+                return {"note": str(exc), "workers": []}
+            try:
+                entries = live_workers()
+            except ValueError as exc:  # an entry that is no JSON: the others cannot be read
+                logger.warning("Admin workers page: a registry entry is unreadable: %s", exc)
+                note = f"A worker's registry entry in Redis is unreadable ({exc})."
+                return {"note": note, "workers": []}
+            now = time.time()
+            rows = [self._worker_row(info, now) for info in entries]
+            return {"workers": sorted(rows, key=lambda row: row["id"])}
+
+        return self._page(request, "workers.html", "Workers", load, {"tab": "workers"})
+
+    def _worker_row(self, info: Any, now: float) -> dict[str, Any]:
+        """A registry entry as shown: whatever it holds, never an error (it is written by
+        workers of any version, or by something else entirely)."""
+        if not isinstance(info, dict) or "unreadable" in info:
+            what = info.get("unreadable") if isinstance(info, dict) else info
+            ident = info.get("id", "?") if isinstance(info, dict) else "?"
+            host = f"(this registry entry in Redis is unreadable: {str(what)[:200]})"
+            return {"id": str(ident), "host": host, "queues": [], "current": [],
+                    "beat_age": None, "up": None}  # fmt: skip
+        queues, jobs = info.get("queues"), info.get("jobs")
+        current = []
+        for job in jobs if isinstance(jobs, list) else [jobs]:
+            queue, _, job_id = str(job).partition(":")
+            # Only a configured queue has a page (and a name a URL can carry).
+            link = self._url("jobs", queue, "running") if queue in conf.QUEUES else ""
+            current.append((queue, job_id, link))
+        return {
+            **{key: info.get(key) for key in ("host", "pid", "concurrency", "processed",
+                                              "failed")},
+            "id": str(info.get("id", "?")),
+            "queues": [str(q) for q in queues] if isinstance(queues, list) else [str(queues)],
+            "beat_age": seconds_since(info.get("beat"), now),
+            "up": seconds_since(info.get("started"), now),
+            "current": current if jobs else [],
+        }  # fmt: skip
+
+    def jobs_view(self, request: HttpRequest, queue: str, state: str) -> HttpResponse:
+        if queue not in conf.QUEUES or state not in STATES:
+            raise Http404(f"No queue {queue!r} or no state {state!r}.")
+
+        def load() -> dict[str, Any]:
+            q = get_queue(queue)
+            counts = q.counts()
+            pager = Pager.of(request, counts[state])
+            now = time.time()
+            can_manage = can(request, MANAGE)
+            rows: list[dict[str, Any]] = []
+            for job in q.jobs(state, pager.offset, PER_PAGE):
+                actions = [
+                    (ACTIONS[a].label, self._confirm(request, a, queue=queue, job=job.id))
+                    for a in JOB_ACTIONS[state]
+                    if can_manage
+                ]
+                ages = {
+                    "due_at": due_at(job),
+                    "due_in": job.score / 1000 - now,
+                    "started_ago": now - job.started / 1000,
+                    "finished_ago": now - job.finished / 1000,
+                }
+                rows.append({"job": job, "actions": actions, **ages})
+            purge = state == "dead" and can_manage and counts["dead"] > 0
+            return {
+                "jobs": rows,
+                "pager": pager,
+                "tabs": [(s, counts[s], self._url("jobs", queue, s)) for s in STATES],
+                "purge_url": self._confirm(request, "purge", queue=queue) if purge else "",
+            }
+
+        title = f"{state.capitalize()} jobs of queue “{queue}”"
+        extra = {"tab": "queues", "queue": queue, "state": state,
+                 "job_nouns": f"{state} job,{state} jobs"}  # fmt: skip
+        return self._page(request, "jobs.html", title, load, extra)

@@ -1,0 +1,128 @@
+"""What every admin page shares: the pager, permission checks, Redis failures shown as a
+page (503, or 200 with the error when a key holds data of the wrong type), and rendering."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+import redis
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from ..exceptions import RedisUnavailable
+from ..models import Dashboard
+from .actions import VIEW
+
+logger = logging.getLogger("django_redislock.admin")
+
+PER_PAGE = 50
+REFRESH_SECONDS = 5
+REDIS_ERRORS = (RedisUnavailable, redis.RedisError, redis.exceptions.RedisClusterException)
+
+if TYPE_CHECKING:
+    ModelAdmin = admin.ModelAdmin[Dashboard]
+    _Mixin = ModelAdmin
+else:
+    ModelAdmin = admin.ModelAdmin
+    _Mixin = object  # the page classes are mixins of DashboardAdmin, a ModelAdmin
+
+
+def corrupt(exc: Exception) -> bool:
+    """Whether Redis refused a command because a key holds another type than this app
+    writes there: the page answers (with the error), as Redis itself is fine."""
+    return isinstance(exc, redis.ResponseError) and "WRONGTYPE" in str(exc)
+
+
+def can(request: HttpRequest, permission: str) -> bool:
+    return bool(request.user.has_perm(permission))
+
+
+@dataclass(frozen=True)
+class Pager:
+    number: int
+    pages: int
+    total: int
+
+    @classmethod
+    def of(cls, request: HttpRequest, total: int) -> Pager:
+        pages = max(1, math.ceil(total / PER_PAGE))
+        return cls(min(requested_page(request), pages), pages, total)
+
+    @property
+    def offset(self) -> int:
+        return (self.number - 1) * PER_PAGE
+
+    @property
+    def previous(self) -> int:
+        return self.number - 1
+
+    @property
+    def next(self) -> int:
+        return self.number + 1
+
+
+def seconds_since(moment: Any, now: float) -> float | None:
+    try:
+        seconds = now - float(moment)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) else None
+
+
+def requested_page(request: HttpRequest) -> int:
+    try:
+        return max(1, int(request.GET.get("p", "1")))
+    except ValueError:
+        return 1
+
+
+class Rendering(_Mixin):
+    def _url(self, name: str, *args: str) -> str:
+        return reverse(f"{self.admin_site.name}:django_redislock_{name}", args=args)
+
+    def _confirm(self, request: HttpRequest, action: str, **fields: str) -> str:
+        query = urlencode({**fields, "next": request.get_full_path()})
+        return f"{self._url('confirm', action)}?{query}"
+
+    def _page(
+        self,
+        request: HttpRequest,
+        template: str,
+        title: str,
+        load: Callable[[], dict[str, Any]],
+        extra: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        if not can(request, VIEW):
+            raise PermissionDenied
+        try:
+            context, status = load(), 200
+        except REDIS_ERRORS as exc:
+            logger.warning("Admin page %s: Redis failed: %s", request.path, exc)
+            context, status = {"redis_error": exc}, 200 if corrupt(exc) else 503
+        paused = request.GET.get("refresh") == "off"
+        context.update(extra or {}, refresh=0 if paused else REFRESH_SECONDS, live=True)
+        return self._render(request, template, title, context, status)
+
+    def _render(
+        self, request: HttpRequest, template: str, title: str, context: dict[str, Any],
+        status: int = 200,
+    ) -> TemplateResponse:  # fmt: skip
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": title,
+            "urls": {n: self._url(n) for n in ("dashboard_changelist", "locks", "workers")},
+            **context,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(
+            request, f"django_redislock/admin/{template}", context, status=status
+        )
