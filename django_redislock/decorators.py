@@ -6,18 +6,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import string
 import threading
 import weakref
 from collections.abc import Callable
-from hashlib import sha1
 from threading import get_ident
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import redis
 from asgiref.sync import iscoroutinefunction
-from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.template.response import SimpleTemplateResponse
 
@@ -25,8 +21,9 @@ from .conf import ON_REDIS_ERROR_CHOICES, conf
 from .exceptions import RedisLockError, RedisUnavailable
 from .locks.async_lock import AsyncLock, _task
 from .locks.base import LockBase
-from .locks.keys import MAX_NAME_LENGTH, validate_name, validate_seconds
+from .locks.keys import validate_seconds
 from .locks.lock import Lock
+from .view_keys import KeyTemplate
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +32,6 @@ REDIS_ERRORS = (RedisUnavailable, redis.RedisError)
 # Seconds a refused client is told to wait. View locks are held for milliseconds, so the
 # shortest value HTTP can express is the honest one.
 RETRY_AFTER = 1
-# A URL value keeps only letters, digits and "-._~" in a lock name; the rest is %-encoded,
-# so no value can break the name's rules (braces, whitespace) or, holding the template's
-# separators (":", "/"), make two different sets of values share a name.
-_NAME_SAFE = ""
 
 
 def redis_locked(
@@ -106,37 +99,6 @@ def redis_locked(
     return decorate
 
 
-class _Anything(dict[Any, Any]):
-    """Stands for any URL argument, and any attribute of it, when checking a template."""
-
-    def __getitem__(self, key: Any) -> Any:
-        return self
-
-    def __getattr__(self, name: str) -> Any:
-        return self
-
-    def __format__(self, spec: str) -> str:
-        return "x"
-
-
-class _KeyFormatter(string.Formatter):
-    """Fills a key template; a name the request lacks is a configuration error, and every
-    value is %-encoded."""
-
-    def __init__(self, guard: _Guard, kwargs: dict[str, Any]) -> None:
-        self.guard = guard
-        self.kwargs = kwargs
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
-        try:
-            return super().get_field(field_name, args, kwargs)
-        except (KeyError, IndexError, AttributeError) as exc:
-            raise self.guard.missing(field_name, self.kwargs, exc) from exc
-
-    def format_field(self, value: Any, format_spec: str) -> str:
-        return quote(format(value, format_spec), safe=_NAME_SAFE)
-
-
 class _Guard:
     def __init__(
         self,
@@ -157,61 +119,12 @@ class _Guard:
         self.using = using
         self.needs_user = isinstance(key, str) and "request.user" in key
         if isinstance(key, str):
-            self._check_template(key)
-
-    def _check_template(self, template: str) -> None:
-        try:
-            roots = {
-                field.split(".")[0].split("[")[0]
-                for _, field, _, _ in string.Formatter().parse(template)
-                if field is not None
-            }
-        except ValueError as exc:
-            raise ImproperlyConfigured(
-                f"@redis_locked on {self.view_name}: the key {template!r} is not a valid "
-                f"template ({exc})."
-            ) from exc
-        if "" in roots:
-            raise ImproperlyConfigured(
-                f"@redis_locked on {self.view_name}: the key {template!r} has an empty {{}}; "
-                "name the URL argument, e.g. {product_id}, or use {request.user.pk}."
-            )
-        anything: Any = _Anything()
-        sample = string.Formatter().vformat(template, anything, anything)
-        try:
-            validate_name(sample)
-        except (TypeError, ValueError) as exc:
-            raise ImproperlyConfigured(
-                f"@redis_locked on {self.view_name}: the key {template!r} cannot make a lock "
-                f"name: {exc}"
-            ) from exc
-        try:
-            parameters = inspect.signature(self.view).parameters
-        except (TypeError, ValueError):
-            return
-        if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
-            return  # URL kwargs are only known per request
-        for root in sorted(roots - {"request"}):
-            if not root.isdigit() and root not in parameters:
-                raise ImproperlyConfigured(
-                    f"@redis_locked on {self.view_name}: the key {template!r} names {root!r}, "
-                    f"which is not an argument of the view (it takes {', '.join(parameters)})."
-                )
-
-    def missing(self, field: str, kwargs: dict[str, Any], exc: Exception) -> ImproperlyConfigured:
-        return ImproperlyConfigured(
-            f"@redis_locked on {self.view_name}: the key {self.key!r} names {field!r}, which "
-            f"this request does not have ({type(exc).__name__}: {exc}; URL kwargs: "
-            f"{', '.join(kwargs) or 'none'})."
-        )
+            self.template = KeyTemplate(key, view, self.view_name)
 
     def lock_name(self, request: HttpRequest, args: Any, kwargs: dict[str, Any]) -> str:
-        if not isinstance(self.key, str):
-            return self.key(request, *args, **kwargs)
-        name = _KeyFormatter(self, kwargs).vformat(self.key, args, {**kwargs, "request": request})
-        if len(name) > MAX_NAME_LENGTH:  # long URL values: keep the name unique, and legal
-            name = f"{name[: MAX_NAME_LENGTH - 41]}#{sha1(name.encode()).hexdigest()}"
-        return name
+        if isinstance(self.key, str):
+            return self.template.fill(request, args, kwargs)
+        return self.key(request, *args, **kwargs)
 
     def make_lock(self, cls: type[LockBase], request: Any, args: Any, kwargs: Any) -> Any:
         return cls(self.lock_name(request, args, kwargs), using=self.using, **self.lock_options)
