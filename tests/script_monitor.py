@@ -20,8 +20,6 @@ from types import TracebackType
 
 import redis
 
-from django_redislock.redis.scripts import LuaScript
-
 # One MONITOR line: "<time> [<db> <client>] "arg" "arg" ..."; the arguments are quoted the
 # way sdscatrepr does (\\, \", \n, \r, \t, \a, \b, \xHH).
 _LINE = re.compile(rb"^\+?[\d.]+ \[\d+ ([^\]]*)\] (.*)$")
@@ -31,8 +29,8 @@ _ESCAPED = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"a": b"\a", b"b": b"\b"}
 _CALLS = {b"EVAL", b"EVALSHA", b"EVAL_RO", b"EVALSHA_RO"}
 
 # Runs one inner command and touches no key: it shows where a script's lines go.
-PROBE = LuaScript("probe", "return redis.call('ECHO', ARGV[1])", "")
-PROBE = PROBE._replace(sha=hashlib.sha1(PROBE.source.encode()).hexdigest())
+PROBE = "return redis.call('ECHO', ARGV[1])"
+PROBE_SHA = hashlib.sha1(PROBE.encode()).hexdigest()
 
 
 def _unescape(match: re.Match[bytes]) -> bytes:
@@ -95,7 +93,7 @@ class NodeMonitor:
 def inner_first(monitor: NodeMonitor) -> bool:
     """Whether this server shows a script's inner commands before its EVAL line."""
     mark = token_hex(8).encode()
-    monitor.client.eval(PROBE.source, 0, mark)
+    monitor.client.eval(PROBE, 0, mark)
     order = [
         lua
         for lua, args in monitor.lines()
@@ -219,7 +217,7 @@ class Monitoring:
         found: dict[str, set[str]] = {}
         seen: set[str] = set()
         for call in self.calls:
-            if call.sha == PROBE.sha:
+            if call.sha == PROBE_SHA:
                 continue
             name = names.get(call.sha, f"?{call.sha[:12]}")
             seen.add(name)
