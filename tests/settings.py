@@ -70,3 +70,4 @@ REDISLOCK = {"CACHE": "default"}
 TASKS = {"default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend"}}
 LOGGING_CONFIG = None
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins: tests hash many
