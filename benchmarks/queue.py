@@ -30,7 +30,10 @@ Redis when it started (``benchmarks/queue_tasks.py``). The contenders:
 Each worker runs in an OS process of its own (forked, imports done, then told to start);
 the db is flushed before each contender. Measures:
 
-* enqueue/s: one job per call, one producer (median of interleaved rounds);
+* enqueue/s: one job per call, one producer (median of interleaved rounds); beside it the
+  producer's CPU time per call (``time.process_time``): what an enqueue costs its caller
+  besides the wait for Redis, though django-redislock's includes polling for the reply
+  (``SPIN_WAIT``), so compare its Task.enqueue row with its own queue.enqueue row;
 * enqueue_many jobs/s: as above, 100 jobs per call;
 * drain jobs/s: N jobs queued, then one worker process starts; the time runs from its start
   until the last job (queued last; every queue here is FIFO) starts (median of rounds);
@@ -342,20 +345,22 @@ def interleaved(
     return samples
 
 
-def rate(r: redis.Redis, contender: Any, seconds: float, batch: bool) -> float:
-    """Jobs enqueued per second, one job (or a batch of ``BATCH``) per call."""
+def rate(r: redis.Redis, contender: Any, seconds: float, batch: bool) -> tuple[float, float]:
+    """Jobs enqueued per second, one job (or a batch of ``BATCH``) per call, and the CPU
+    time of this process per job, in microseconds."""
     r.flushdb()
     call = contender.enqueue_batch if batch else contender.enqueue
     per_call = BATCH if batch else 1
     call(range(BATCH) if batch else 0)  # warm up: scripts loaded, connection open
-    calls, start = 0, time.perf_counter()
+    calls, start, cpu = 0, time.perf_counter(), time.process_time()
     end = start + seconds
     while time.perf_counter() < end:
         for _ in range(10 if batch else 100):
             n = calls * per_call
             call(range(n, n + BATCH) if batch else n)
             calls += 1
-    return calls * per_call / (time.perf_counter() - start)
+    jobs, elapsed = calls * per_call, time.perf_counter() - start
+    return jobs / elapsed, (time.process_time() - cpu) / jobs * 1e6
 
 
 def drain(r: redis.Redis, contender: Any, jobs: int) -> float:
@@ -428,6 +433,7 @@ def percentile(values: list[float], q: float) -> float:
 
 COLUMNS = [  # key, header, decimals
     ("enqueue", "enqueue/s", 0),
+    ("cpu", "CPU us/enq", 1),
     ("many", "many jobs/s", 0),
     ("drain", "drain jobs/s", 0),
     ("start50", "start p50 ms", 2),
@@ -522,7 +528,9 @@ def measure(
                             ("many", contenders + floor, True)):  # fmt: skip
         found = interleaved(who, plan.rounds, partial(rate, r, seconds=plan.seconds, batch=batch))
         for name, values in found.items():
-            results.setdefault(name, {})[key] = statistics.median(values)
+            results.setdefault(name, {})[key] = statistics.median(v for v, _ in values)
+            if not batch:
+                results[name]["cpu"] = statistics.median(c for _, c in values)
         if only_enqueue:
             return results
 
