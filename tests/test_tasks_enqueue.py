@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 
 try:  # Django 6
     from django.tasks import task_backends
@@ -16,7 +17,8 @@ except ImportError:  # Django 5.2: the backport
     from django_tasks import task_backends
     from django_tasks.exceptions import InvalidTaskError as InvalidTask
 
-from django_redislock import get_queue
+from django_redislock import get_queue, get_redis
+from django_redislock.exceptions import JobNotFound
 
 from . import task_examples as examples
 from .conftest import Backend
@@ -87,3 +89,40 @@ def test_a_changed_setting_applies_to_the_next_enqueue(tasks: Backend, settings:
     with pytest.raises(InvalidTask, match="Unknown queue 'mail'"):
         mail.enqueue(3)
     assert examples.echo.enqueue(4).args == [4]
+
+
+def test_a_changed_cache_applies_to_the_next_enqueue(redis_backend: Backend, settings: Any) -> None:
+    """REDISLOCK unchanged, the cache it names moved to another database: the backend's
+    queue follows the new client."""
+    assert redis_backend.url is not None
+    cache = {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": redis_backend.url}
+    settings.CACHES = {**settings.CACHES, "jobs": cache}
+    settings.REDISLOCK = {"CACHE": "jobs", "QUEUES": {"default": {}}}
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
+    first = examples.echo.enqueue(1)
+    backend = task_backends["default"]
+    other_db = redis_backend.url.rsplit("/", 1)[0] + "/1"
+    settings.CACHES = {**settings.CACHES, "jobs": {**cache, "LOCATION": other_db}}
+    try:
+        second = examples.echo.enqueue(2)
+        assert task_backends["default"] is backend
+        assert get_queue().get(second.id).args == [2]
+        with pytest.raises(JobNotFound):
+            get_queue().get(first.id)
+    finally:
+        get_redis().flushdb()
+
+
+def test_a_setting_assigned_without_a_signal_applies_too(tasks: Backend) -> None:
+    """Assigned straight to django.conf.settings (no setting_changed, so the same client),
+    KEY_PREFIX applies to the next enqueue, as it does to get_queue."""
+    examples.echo.enqueue(1)
+    before = django_settings.REDISLOCK
+    django_settings.REDISLOCK = {**before, "KEY_PREFIX": "assigned"}
+    try:
+        result = examples.echo.enqueue(2)
+        queue = get_queue()
+        assert queue.base.startswith("assigned:")
+        assert [job.id for job in queue.peek(10)] == [result.id]
+    finally:
+        django_settings.REDISLOCK = before
