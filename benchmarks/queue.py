@@ -64,6 +64,7 @@ sys.path.sort(
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse
+import dataclasses
 import importlib.metadata
 import json
 import math
@@ -73,7 +74,6 @@ import signal
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -498,7 +498,7 @@ def targets(results: dict[str, dict[str, float]]) -> None:
           f"through redis-py is {floor / huey('enqueue'):.2f}x.")  # fmt: skip
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Plan:
     rounds: int  # of each enqueue measurement, interleaved
     seconds: float  # per enqueue round
@@ -570,6 +570,12 @@ def main() -> None:
         choices=["enqueue"],
         help="measure only that: one job per call (every contender, the Task.enqueue row too)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="interleaved rounds of each enqueue measurement (more: "
+        "steadier medians on a busy machine)",
+    )
     args = parser.parse_args()
 
     server = None
@@ -587,7 +593,10 @@ def main() -> None:
           f"Django {django.get_version()}; {versions}\n{os.cpu_count()} CPUs, load average "
           f"{load}; Tasks backend {TASKS_BACKEND}\n")  # fmt: skip
     try:
-        results = measure(r, url, QUICK if args.quick else FULL, args.only == "enqueue")
+        plan = QUICK if args.quick else FULL
+        if args.rounds:
+            plan = dataclasses.replace(plan, rounds=args.rounds)
+        results = measure(r, url, plan, args.only == "enqueue")
         report(results)
         targets(results)
     finally:
