@@ -184,9 +184,24 @@ def to_json(value: Any) -> str:
         return dumps(normalize_json(value))
 
 
+# Types JSON gives back as they went in (exact types: a subclass comes back as its base).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def arguments(args: Any, kwargs: Any) -> tuple[Any, Any]:
     """A task's arguments as the worker will receive them: normalised as the framework
     does, then through JSON (dict keys become strings)."""
+    # The usual call passes scalars only: JSON would give them back unchanged, so they skip
+    # the encoding and decoding below (the job codec encodes them once, as it must).
+    for value in args:
+        if type(value) not in _SCALARS:
+            break
+    else:
+        for key, value in kwargs.items():
+            if type(key) is not str or type(value) not in _SCALARS:
+                break
+        else:
+            return list(args), dict(kwargs)
     try:
         text = to_json([args, kwargs])
     except TypeError as exc:

@@ -27,9 +27,10 @@ from django.core.checks import CheckMessage, Error
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone as django_timezone
 
-from ..conf import conf
+from ..conf import conf, user_settings
 from ..exceptions import JobNotFound
-from .core import Job, get_queue
+from ..redis.clients import get_redis
+from .core import Job, Queue, get_queue
 from .task_jobs import (
     FRAMEWORK,
     NOT_A_TASK,
@@ -113,6 +114,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             params = {**params, "QUEUES": []}
         super().__init__(alias, params)
         self._validated: set[Any] = set()
+        self._queues: dict[str, tuple[Any, Any, Queue]] = {}
 
     def validate_task(self, task: Any) -> None:
         # The framework inspects the function's signature every time: a task that passed is
@@ -134,12 +136,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             raise FrameworkInvalidTask(
                 f"{path!r} names another task: the worker would run that one, not this one."
             )
-        try:
-            queue = get_queue(task.queue_name)
-        except ImproperlyConfigured as exc:
-            if task.queue_name in conf.QUEUES:  # a connection setting, not the queue
-                raise
-            raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
+        queue = self._queue(task.queue_name)
         args, kwargs = arguments(args, kwargs)
         meta: dict[str, Any] = {}
         if self.alias != declared.backend:
@@ -168,6 +165,22 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         )
         signals.task_enqueued.send(type(self), task_result=result)
         return result
+
+    def _queue(self, name: str) -> Queue:
+        # get_queue reads and copies REDISLOCK['QUEUES'] each time: the queue is kept while
+        # that setting is unchanged and the client the same (a changed setting, a fork and
+        # reset_connections each make a new client).
+        raw, kept = user_settings(), self._queues.get(name)
+        if kept is not None and kept[0] == raw and kept[1] is get_redis():
+            return kept[2]
+        try:
+            queue = get_queue(name)
+        except ImproperlyConfigured as exc:
+            if name in conf.QUEUES:  # a connection setting, not the queue
+                raise
+            raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
+        self._queues[name] = (raw, queue.client, queue)
+        return queue
 
     def get_result(self, result_id: str) -> Any:
         if not isinstance(result_id, str):

@@ -1,0 +1,128 @@
+"""Enqueueing through the Tasks API takes shortcuts (scalar arguments skip the JSON round
+trip, the queue is kept between calls); what comes out is what the long way gives."""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+
+try:  # Django 6
+    from django.tasks import task_backends
+    from django.tasks.exceptions import InvalidTask
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import task_backends
+    from django_tasks.exceptions import InvalidTaskError as InvalidTask
+
+from django_redislock import get_queue, get_redis
+from django_redislock.exceptions import JobNotFound
+
+from . import task_examples as examples
+from .conftest import Backend
+
+BACKEND = "django_redislock.tasks.RedisTaskBackend"
+
+
+@pytest.fixture
+def tasks(backend: Backend, settings: Any) -> Backend:
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {}, "mail": {}}}
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
+    return backend
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+class Name(str):
+    pass
+
+
+SCALARS = [0, -(2**70), 1.5, -0.0, float("inf"), True, None, "", "ünï\u2028code", "\ud800"]
+
+
+def _typed(values: Any) -> Any:
+    return [(type(value), value) for value in values]
+
+
+@pytest.mark.parametrize(
+    "value", [*SCALARS, Colour.RED, Name("text")], ids=lambda v: f"{type(v).__name__}:{v!r}"
+)
+def test_an_argument_as_json_returns_it(tasks: Backend, value: Any) -> None:
+    """Exact types included: an int or str subclass comes back as an int or a str, as the
+    worker will receive it."""
+    through_json = _typed(json.loads(json.dumps([value])))
+    positional, keyword = examples.echo.enqueue(value), examples.echo.enqueue(key=value)
+    assert (_typed(positional.args), positional.kwargs) == (through_json, {})
+    assert (keyword.args, _typed(keyword.kwargs.values())) == ([], through_json)
+    for result in (positional, keyword):
+        job = get_queue().get(result.id)
+        assert (job.args, job.kwargs) == (result.args, result.kwargs)
+        assert examples.echo.get_result(result.id) == result
+
+
+def test_scalar_arguments_are_not_the_callers_objects(tasks: Backend) -> None:
+    kwargs = {"a": 1}
+    result = examples.echo.enqueue(1, **kwargs)
+    assert type(result.args) is list
+    assert result.kwargs == kwargs
+    assert result.kwargs is not kwargs
+
+
+def test_a_changed_setting_applies_to_the_next_enqueue(tasks: Backend, settings: Any) -> None:
+    backend = task_backends["default"]
+    mail = examples.echo.using(queue_name="mail")
+    first = mail.enqueue(1)
+    settings.REDISLOCK = {**settings.REDISLOCK, "KEY_PREFIX": "moved"}
+    assert task_backends["default"] is backend  # the same backend, TASKS did not change
+    second = mail.enqueue(2)
+    queue = get_queue("mail")
+    assert queue.base.startswith("moved:")
+    assert queue.get(second.id).args == [2]
+    assert [job.id for job in queue.peek(10)] == [second.id]
+    assert first.id != second.id
+
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {}}}
+    with pytest.raises(InvalidTask, match="Unknown queue 'mail'"):
+        mail.enqueue(3)
+    assert examples.echo.enqueue(4).args == [4]
+
+
+def test_a_changed_cache_applies_to_the_next_enqueue(redis_backend: Backend, settings: Any) -> None:
+    """REDISLOCK unchanged, the cache it names moved to another database: the backend's
+    queue follows the new client."""
+    assert redis_backend.url is not None
+    cache = {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": redis_backend.url}
+    settings.CACHES = {**settings.CACHES, "jobs": cache}
+    settings.REDISLOCK = {"CACHE": "jobs", "QUEUES": {"default": {}}}
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}
+    first = examples.echo.enqueue(1)
+    backend = task_backends["default"]
+    other_db = redis_backend.url.rsplit("/", 1)[0] + "/1"
+    settings.CACHES = {**settings.CACHES, "jobs": {**cache, "LOCATION": other_db}}
+    try:
+        second = examples.echo.enqueue(2)
+        assert task_backends["default"] is backend
+        assert get_queue().get(second.id).args == [2]
+        with pytest.raises(JobNotFound):
+            get_queue().get(first.id)
+    finally:
+        get_redis().flushdb()
+
+
+def test_a_setting_assigned_without_a_signal_applies_too(tasks: Backend) -> None:
+    """Assigned straight to django.conf.settings (no setting_changed, so the same client),
+    KEY_PREFIX applies to the next enqueue, as it does to get_queue."""
+    examples.echo.enqueue(1)
+    before = django_settings.REDISLOCK
+    django_settings.REDISLOCK = {**before, "KEY_PREFIX": "assigned"}
+    try:
+        result = examples.echo.enqueue(2)
+        queue = get_queue()
+        assert queue.base.startswith("assigned:")
+        assert [job.id for job in queue.peek(10)] == [result.id]
+    finally:
+        django_settings.REDISLOCK = before
