@@ -19,7 +19,7 @@ import redis
 from django.contrib import admin, messages
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -31,6 +31,7 @@ from ..exceptions import RedisUnavailable
 from ..locks.listing import list_locks
 from ..models import Dashboard
 from ..queue.core import STATES, get_queue
+from ..queue.registry import live_workers
 from .actions import (
     ACTIONS,
     JOB_ACTIONS,
@@ -175,10 +176,6 @@ class DashboardAdmin(_ModelAdmin):
 
     def workers_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
-            try:
-                from ..queue.worker import live_workers
-            except ImproperlyConfigured as exc:  # Django 5.2 without the Tasks backport
-                return {"note": str(exc), "workers": []}
             try:
                 entries = live_workers()
             except ValueError as exc:  # an entry that is no JSON: the others cannot be read
