@@ -61,6 +61,9 @@ def _closed_under_us(exc: BaseException) -> bool:
 
 
 class Worker:
+    """Works the ``queues``: ``concurrency`` jobs at once, until stopped; with ``burst``,
+    until nothing is ready; with ``max_jobs``, after starting that many."""
+
     def __init__(
         self,
         queues: Sequence[str] = ("default",),
