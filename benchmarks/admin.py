@@ -145,9 +145,9 @@ def fill_jobs(scheduled: int) -> dict[str, str]:
         )
     for _ in range(WORKERS):  # registered as live, each holding its share of running jobs
         worker = Worker([QUEUE], concurrency=RUNNING // WORKERS)
-        worker.beat = LOCK_TTL  # its registry entry lasts 3 beats
+        worker.tracker.every = LOCK_TTL  # its registry entry lasts 3 beats
         for job in queue.pop(RUNNING // WORKERS, lease=3600, worker=worker.id):
-            worker.active[(QUEUE, job.id)] = (queue, job)
+            worker.leases.running[(QUEUE, job.id)] = (queue, job)
         worker.heartbeat()
     trace = "Traceback (most recent call last):\n" + '  File "shop/tasks.py", line 12\n' * 20
     for job in queue.pop(DEAD, lease=3600):

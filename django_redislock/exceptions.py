@@ -38,3 +38,9 @@ class QueueError(RedisLockError):
 
 class JobNotFound(QueueError):
     """No job with that id in that queue (or not in the state asked for)."""
+
+
+class InvalidTask(QueueError):
+    """A job the worker refuses to run as a task (not a ``@task`` of an installed app, a
+    payload that is not JSON, or a return value that is not JSON): it goes to the dead set,
+    never retried."""

@@ -188,6 +188,7 @@ def test_without_the_tasks_framework_the_task_is_an_error_not_a_crash(
 
     monkeypatch.delitem(sys.modules, "django_redislock.queue.tasks")
     monkeypatch.delitem(sys.modules, "django_redislock.queue.task_jobs")
+    monkeypatch.delitem(sys.modules, "django_redislock.queue.runner")
     monkeypatch.setitem(sys.modules, f"{FRAMEWORK}.base", None)
     settings.REDISLOCK = {"SCHEDULE": {"e": {"task": TASK, "every": 60}}}
     [error] = check_settings()

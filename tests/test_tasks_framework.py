@@ -31,8 +31,9 @@ except ImportError:  # Django 5.2: the backport
     from django_tasks.signals import task_enqueued, task_finished, task_started
 
 from django_redislock import get_queue
-from django_redislock.queue.tasks import InvalidTask as Refused
-from django_redislock.queue.tasks import RedisTaskBackend, run_job
+from django_redislock.exceptions import InvalidTask as Refused
+from django_redislock.queue.runner import run_job
+from django_redislock.queue.tasks import RedisTaskBackend
 from django_redislock.queue.worker import Worker
 
 from . import task_examples as examples

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from django_redislock import get_queue, get_redis
-from django_redislock.queue.worker import Worker, live_workers
+from django_redislock.queue.registry import live_workers
+from django_redislock.queue.worker import Worker
 from tests.servers import free_port
 
 from .conftest import Backend, Processes
@@ -150,3 +151,41 @@ def test_command_exits_clearly_when_redis_is_unreachable() -> None:
     assert result.returncode == 3, result.stderr
     assert "Cannot start" in result.stderr
     assert "Redis is unreachable" in result.stderr
+
+
+# --- the worker's parts (issue 13) ---------------------------------------------------------
+
+
+def test_the_worker_never_imports_the_tasks_backend_nor_the_admin_the_framework() -> None:
+    """The worker runs jobs without the Tasks backend module (it only adapts), and the
+    registry the admin reads needs no Tasks framework at all."""
+    code = """
+import sys, django
+django.setup()
+import django_redislock.queue.worker
+assert "django_redislock.queue.tasks" not in sys.modules, "the worker imported the backend"
+for name in [m for m in sys.modules if m.startswith(("django_redislock", "django_tasks",
+                                                     "django.tasks"))]:
+    del sys.modules[name]
+for blocked in ("django_tasks", "django.tasks"):
+    sys.modules[blocked] = None  # as on Django 5.2 without the backport
+from django_redislock.queue.registry import live_workers
+assert callable(live_workers)
+from django.core.exceptions import ImproperlyConfigured
+try:
+    import django_redislock.queue.worker
+except ImproperlyConfigured:
+    print("ok")
+"""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_refused_task_is_a_queue_error() -> None:
+    from django_redislock.exceptions import InvalidTask, QueueError
+    from django_redislock.queue.runner import resolve_task
+
+    with pytest.raises(QueueError, match="not in an installed app") as refused:
+        resolve_task("os.system")
+    assert type(refused.value) is InvalidTask

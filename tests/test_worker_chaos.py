@@ -30,7 +30,8 @@ from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.queue.channel import Channel
 from django_redislock.queue.core import MAX_DELAY, Queue
-from django_redislock.queue.worker import Worker, live_workers
+from django_redislock.queue.registry import live_workers
+from django_redislock.queue.worker import Worker
 from tests.servers import RedisServer
 
 from .conftest import Processes

@@ -20,8 +20,9 @@ import redis
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.queue import worker as worker_module
-from django_redislock.queue.worker import Worker, live_workers
+from django_redislock.queue import leases as leases_module
+from django_redislock.queue.registry import live_workers
+from django_redislock.queue.worker import Worker
 from tests.servers import RedisServer
 
 from .conftest import Backend, Processes
@@ -175,7 +176,7 @@ def leased_ahead_of_a_slow_job(monkeypatch: pytest.MonkeyPatch) -> list[dict[str
     """Quick jobs with a slow one (n=SLOW, 1.5 s) among them. One worker at a time leases
     ahead while jobs are quick (here: under 1 s, whatever the machine's load), so the slow
     one is leased with others behind it."""
-    monkeypatch.setattr(worker_module, "QUICK", 1.0)
+    monkeypatch.setattr(leases_module, "QUICK", 1.0)
     return [{"task": TRACKED, "args": [n, 1.5 if n == SLOW else 0]} for n in range(41)]
 
 
@@ -187,7 +188,7 @@ def accounted_for(counts: dict[str, int], total: int) -> bool:
 def test_jobs_leased_ahead_go_back_at_once_on_sigterm(
     real: Backend, processes: Processes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(worker_module, "GIVE_BACK_AFTER", 60.0)  # only the stop gives back
+    monkeypatch.setattr(leases_module, "GIVE_BACK_AFTER", 60.0)  # only the stop gives back
     queue = get_queue()
     queue.enqueue_many(leased_ahead_of_a_slow_job(monkeypatch))
     worker = processes.start(work, 1)
@@ -217,7 +218,7 @@ def test_jobs_leased_ahead_go_back_at_once_on_sigterm(
 def test_jobs_leased_ahead_keep_their_leases_behind_a_long_job(
     real: Backend, processes: Processes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(worker_module, "GIVE_BACK_AFTER", 60.0)  # they stay leased ahead
+    monkeypatch.setattr(leases_module, "GIVE_BACK_AFTER", 60.0)  # they stay leased ahead
     queue = get_queue()
     queue.enqueue_many(leased_ahead_of_a_slow_job(monkeypatch))  # the slow job > LEASE
     worker = processes.start(work, 1)

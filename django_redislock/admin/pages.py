@@ -8,12 +8,12 @@ import time
 from typing import Any
 
 import redis
-from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404, HttpRequest, HttpResponse
 
 from ..conf import conf
 from ..locks.listing import list_locks
 from ..queue.core import STATES, get_queue
+from ..queue.registry import live_workers
 from .actions import ACTIONS, JOB_ACTIONS, MANAGE, RELEASE, due_at
 from .rendering import PER_PAGE, Pager, Rendering, can, corrupt, requested_page, seconds_since
 
@@ -62,10 +62,6 @@ class Pages(Rendering):
 
     def workers_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
-            try:
-                from ..queue.worker import live_workers
-            except ImproperlyConfigured as exc:  # Django 5.2 without the Tasks backport
-                return {"note": str(exc), "workers": []}
             try:
                 entries = live_workers()
             except ValueError as exc:  # an entry that is no JSON: the others cannot be read

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.checks import Error
 
 from ..conf import QUEUE_DEFAULTS, conf
+from ..exceptions import InvalidTask
 from .values import QUEUE_NAME_RE, Bounds, error, short
 
 # A lease shorter than a second expires while a busy worker still runs the job (then it runs
@@ -124,7 +125,7 @@ def _task_problem(path: str) -> str | None:
 
     try:
         # Lazily: on Django 5.2 without the Tasks backport, importing tasks raises.
-        from ..queue.tasks import InvalidTask, resolve_task
+        from ..queue.runner import resolve_task
     except ImproperlyConfigured as exc:
         return f"its task cannot run: {exc}"
     try:

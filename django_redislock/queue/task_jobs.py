@@ -1,7 +1,6 @@
 """A queue job seen as a Django task: the framework's classes (``django.tasks`` on Django 6,
-the ``django-tasks`` backport on Django 5.2), which task a job names (``resolve_task``: only
-a ``@task`` object of an installed app, never anything else a path read from Redis could
-name), a task's arguments as a job stores them, and a job's ``TaskResult``.
+the ``django-tasks`` backport on Django 5.2), a task's arguments as a job stores them, and a
+job's ``TaskResult``. Which task a job names is the runner's (``runner.resolve_task``).
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ from importlib import import_module
 from typing import Any
 
 import django
-from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 
+from ..exceptions import InvalidTask
 from .core import AttemptError, Job
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
@@ -54,39 +53,6 @@ _STATUS = {
 }
 NOT_A_TASK = "The job's payload is not a JSON task description."
 dumps = json.JSONEncoder(separators=(",", ":")).encode
-
-
-class InvalidTask(Exception):
-    """The job cannot be run as a task (not a registered task, not JSON, or a return value
-    that is not JSON): it goes to the dead set, never retried."""
-
-
-_resolved: dict[str, Any] = {}
-
-
-def resolve_task(path: str) -> Any:
-    """The task object at ``path``. Only an object that ``@task`` made, in a module of an
-    installed app: a path read from Redis never imports or runs anything else."""
-    found = _resolved.get(path)
-    if found is None:
-        found = _resolved[path] = _resolve(path)
-    return found
-
-
-def _resolve(path: str) -> Any:
-    module_name, _, attr = path.rpartition(".")
-    if not module_name or not any(
-        module_name == app.name or module_name.startswith(app.name + ".")
-        for app in apps.get_app_configs()
-    ):
-        raise InvalidTask(f"{path!r} is not in an installed app; the worker will not import it.")
-    try:
-        obj = getattr(import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise InvalidTask(f"{path!r} does not exist ({exc}).") from exc
-    if not isinstance(obj, Task):
-        raise InvalidTask(f"{path!r} is not a task: decorate the function with @task.")
-    return obj
 
 
 def when(epoch_ms: int) -> datetime | None:

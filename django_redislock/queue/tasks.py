@@ -11,15 +11,12 @@ any of them); ``run_queue_worker`` runs it. Results (return value, every attempt
 times, the worker of each attempt) are kept for the queue's ``RESULT_TTL`` after the task
 finishes.
 
-This module is also where the worker turns a job into a task call (``run_job``): the only
-thing it will ever call is a task object made by ``@task`` in an installed app
-(``task_jobs.resolve_task``).
+The backend only adapts: the worker runs jobs as tasks (``runner.run_job``), and ``enqueue``
+refuses what it would refuse to run (``runner.resolve_task``).
 """
 
 from __future__ import annotations
 
-import json
-import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,70 +25,27 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone as django_timezone
 
 from ..conf import conf, user_settings
-from ..exceptions import JobNotFound
+from ..exceptions import InvalidTask, JobNotFound
 from ..redis.clients import get_redis
 from .core import Job, Queue, get_queue
+from .runner import resolve_task
 from .task_jobs import (
     FRAMEWORK,
     NOT_A_TASK,
     FrameworkInvalidTask,
-    InvalidTask,
-    TaskContext,
-    TaskError,
     TaskResult,
     TaskResultDoesNotExist,
     TaskResultStatus,
     arguments,
     framework_backends,
-    resolve_task,
     restored,
     signals,
     stand_in,
     task_result,
-    to_json,
     when,
 )
 
-__all__ = ["FRAMEWORK", "InvalidTask", "RedisTaskBackend", "resolve_task", "run_job"]
-
-
-def run_job(job: Job) -> str:
-    """Run a leased job as its task, sending the framework's ``task_started`` and
-    ``task_finished`` signals; returns the return value as JSON. Raises InvalidTask when it
-    must not run (or its value cannot be kept), else whatever the task raised."""
-    if not job.task:
-        raise InvalidTask(NOT_A_TASK)
-    task = restored(resolve_task(job.task), job, None)
-    now = django_timezone.now()
-    result = task_result(job, task, task.backend, TaskResultStatus.RUNNING)
-    object.__setattr__(result, "started_at", now)
-    object.__setattr__(result, "last_attempted_at", now)
-    signals.task_started.send(RedisTaskBackend, task_result=result)
-    try:
-        if task.takes_context:
-            value = task.call(TaskContext(task_result=result), *job.args, **job.kwargs)
-        else:
-            value = task.call(*job.args, **job.kwargs)
-        try:  # normalised as the framework's own backends do (tuples, bytes, mappings)
-            text = to_json(value)
-        except (TypeError, ValueError) as exc:
-            raise InvalidTask(
-                f"{job.task} returned a value that is not JSON-serializable ({exc})."
-            ) from exc
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt, CancelledError too
-        cls = type(exc)
-        object.__setattr__(result, "status", TaskResultStatus.FAILED)
-        object.__setattr__(result, "finished_at", django_timezone.now())
-        path = f"{cls.__module__}.{cls.__qualname__}"
-        trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
-        result.errors.append(TaskError(exception_class_path=path, traceback=trace))
-        signals.task_finished.send(RedisTaskBackend, task_result=result)
-        raise
-    object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
-    object.__setattr__(result, "finished_at", django_timezone.now())
-    object.__setattr__(result, "_return_value", json.loads(text))
-    signals.task_finished.send(RedisTaskBackend, task_result=result)
-    return text
+__all__ = ["FRAMEWORK", "RedisTaskBackend"]
 
 
 class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc]

@@ -1,0 +1,299 @@
+"""The worker's leased jobs: fetching them, keeping their leases alive, acknowledging those
+that finished and giving back those that never started.
+
+With one job at a time, jobs are leased a few ahead while they are quick. Each job is told
+to Redis as it starts, together with the jobs finished before it, without waiting for the
+reply (``queue.channel``): an attempt is charged when its job starts, so a job that kills
+its worker uses up its own attempts and never those of the jobs leased behind it. The
+keeper thread bounds what leasing ahead costs: a finished job waits at most ``ACK_HOLD`` for
+its acknowledgement, and jobs leased ahead of one that runs longer than ``GIVE_BACK_AFTER``,
+or of a stop request, go back to the queue for others at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from ..exceptions import RedisUnavailable
+from .background import Background, periodic
+from .channel import Channel
+from .core import Job, Queue
+
+logger = logging.getLogger(__name__)
+
+# Leasing ahead (one job at a time only): up to PREFETCH_MAX jobs while each takes under
+# QUICK seconds; back to one after a slower job.
+PREFETCH_MAX = 32
+QUICK = 0.005
+ACK_HOLD = 0.05  # longest wait of a finished job for its acknowledgement
+GIVE_BACK_AFTER = 0.25  # a job running this long gives back the jobs leased behind it
+TEND = 0.05  # how often the keeper thread looks
+
+Leased = tuple[Queue, Job]
+Finished = list[tuple[Job, "str | None"]]
+
+
+def _sooner(soonest: float | None, wait: float | None) -> float | None:
+    return wait if wait is not None and (soonest is None or wait < soonest) else soonest
+
+
+class Leases:
+    """The jobs a worker holds: leased ahead, running, finished and not yet acknowledged.
+    ``one_at_a_time``: jobs are leased ahead and charged as they start, and finished ones
+    are acknowledged with the next start or fetch; else each is charged as it is fetched
+    and acknowledged as it finishes."""
+
+    def __init__(
+        self,
+        queues: Sequence[Queue],
+        worker_id: str,
+        *,
+        one_at_a_time: bool,
+        renew_every: float,
+        stopping: threading.Event,
+    ) -> None:
+        self.queues, self.worker_id = list(queues), worker_id
+        self.one_at_a_time = one_at_a_time
+        self.renew_every = renew_every
+        self.stopping = stopping  # a stop request: the jobs ahead go back at once
+        self.running: dict[tuple[str, str], Leased] = {}
+        self.changed = threading.Condition()  # guards running; notified as a job ends
+        self.job_started = 0.0  # when the latest job started
+        self.ahead: deque[Leased] = deque()
+        self.finished: dict[Queue, Finished] = {}
+        self.finished_since = 0.0
+        self.held = threading.Lock()  # guards ahead and finished
+        self.prefetch = 1
+        # Each queue's acknowledgements (and, one job at a time, starts and fetches) go out
+        # in order on a connection of the worker's own. Serving one queue one job at a
+        # time, the next fetch is sent before the jobs ahead run out, and read when they have.
+        self.channels = {q: Channel(q, worker_id, self._warn_lost, self._unfinish) for q in queues}
+        single = one_at_a_time and len(self.queues) == 1
+        self.flight = self.channels[self.queues[0]] if single else None
+        self.next_renewal = 0.0
+        keeping = periodic(TEND, self._keep, "Worker housekeeping")
+        self.keeper = Background("redislock-keeper", keeping, daemon=True)
+
+    def start(self) -> None:
+        self.next_renewal = time.monotonic() + self.renew_every
+        self.keeper.start()
+
+    def stop(self) -> None:
+        """Once no job runs any more: acknowledge what finished, give back the jobs ahead."""
+        self.keeper.stop()
+        self._give_back()
+
+    def next(self) -> Leased | None:
+        with self.held:
+            return self.ahead.popleft() if self.ahead else None
+
+    def has_ahead(self) -> bool:
+        return bool(self.ahead)
+
+    def fetch_ahead(self, budget: int | None) -> float | None:
+        """Acknowledge the finished jobs and lease up to ``prefetch`` more (at most
+        ``budget``), queue by queue, one round trip each; the seconds until the next job is
+        due (0: more are ready; None: nothing pending)."""
+        if self.flight is not None and self.flight.fetching:
+            return self._collect(self.flight)
+        count = self.prefetch if budget is None else min(self.prefetch, budget)
+        soonest = None
+        for queue in self.queues:
+            with self.held:
+                finished = self.finished.pop(queue, [])
+            if count <= 0 and not finished:
+                soonest = 0.0
+                continue
+            jobs, wait = self.channels[queue].fetch(max(0, count), finished)
+            with self.held:
+                self.ahead.extend((queue, job) for job in jobs)
+            count -= len(jobs)
+            soonest = _sooner(soonest, wait)
+        return soonest
+
+    def send_ahead(self, budget: int | None) -> None:
+        """When the jobs ahead run low, send the next fetch now, to be read once they have
+        run out (at most ``budget`` jobs, counting those ahead and the one starting)."""
+        flight, prefetch = self.flight, self.prefetch
+        if flight is None or prefetch <= 2 or flight.fetching:
+            return
+        with self.held:
+            ahead = len(self.ahead)
+            if ahead > prefetch // 2:
+                return
+            finished = self.finished.pop(flight.queue, [])
+        count = prefetch if budget is None else min(prefetch, budget - ahead - 1)
+        flight.send_fetch(max(0, count), finished)  # on failure, fetched again when needed
+
+    def ran(self, took: float) -> None:
+        """A job ran for ``took`` seconds: lease more ahead after a quick one."""
+        self.prefetch = min(self.prefetch * 2, PREFETCH_MAX) if took < QUICK else 1
+
+    def free_slots(self, concurrency: int) -> int:
+        """How many of ``concurrency`` jobs can start now (waiting briefly for one)."""
+        with self.changed:
+            if concurrency - len(self.running) <= 0:
+                self.changed.wait(0.1)
+            return concurrency - len(self.running)
+
+    def fetch(self, free: int, launch: Callable[[Queue, Job], None]) -> tuple[int, float | None]:
+        """Lease and charge up to ``free`` jobs, queue by queue, each handed to ``launch`` as
+        soon as its queue replied; how many, and the wait as ``fetch_ahead``'s."""
+        started, soonest = 0, None
+        for queue in self.queues:
+            if free - started <= 0:
+                return started, 0.0
+            with self.held:
+                finished = self.finished.pop(queue, [])
+            try:
+                jobs, wait, lost = queue.fetch(free - started, worker=self.worker_id,
+                                               finished=finished)  # fmt: skip
+            except BaseException:
+                self._unfinish(queue, finished)
+                raise
+            self._warn_lost(lost)
+            for job in jobs:
+                with self.changed:
+                    self.running[(queue.name, job.id)] = (queue, job)
+                launch(queue, job)
+            started += len(jobs)
+            soonest = _sooner(soonest, wait)
+        return started, soonest
+
+    def wake(self) -> None:
+        """Wake a wait for a free slot; never blocks (a signal handler calls it)."""
+        if self.changed.acquire(blocking=False):
+            try:
+                self.changed.notify_all()
+            finally:
+                self.changed.release()
+
+    def begin(self, queue: Queue, job: Job) -> None:
+        with self.changed:
+            self.running[(queue.name, job.id)] = (queue, job)
+        if self.one_at_a_time:  # leased ahead: charge its attempt now, acknowledge those before
+            with self.held:
+                finished = self.finished.pop(queue, [])
+            self.channels[queue].note(finished, [job])
+        self.job_started = time.monotonic()
+
+    def succeeded(self, queue: Queue, job: Job, value: str | None) -> None:
+        if self.one_at_a_time:  # acknowledged with the next start or fetch, or by the keeper
+            with self.held:
+                if not self.finished:
+                    self.finished_since = time.monotonic()
+                self.finished.setdefault(queue, []).append((job, value))
+        else:  # at once, so that no finished job depends on this process living on
+            self.channels[queue].note([(job, value)])
+
+    def sync(self, queue: Queue) -> None:  # before a failure: Redis saw the start first
+        if self.one_at_a_time:
+            self.channels[queue].sync()
+
+    def end(self, queue: Queue, job: Job) -> None:
+        with self.changed:
+            self.running.pop((queue.name, job.id), None)
+            self.changed.notify_all()
+
+    def running_ids(self) -> list[str]:
+        with self.changed:
+            return [f"{q.name}:{job.id}" for q, job in self.running.values()]
+
+    def running_count(self) -> int:
+        return len(self.running)
+
+    def _keep(self) -> None:
+        self.tend()
+        if time.monotonic() >= self.next_renewal:
+            self.next_renewal = time.monotonic() + self.renew_every
+            self.renew()
+
+    def tend(self) -> None:
+        """Acknowledge finished jobs held too long; give back the jobs leased ahead of a long
+        job or of a stop request; read the replies that have come."""
+        now = time.monotonic()
+        running_for = now - self.job_started if self.running else 0.0
+        stopping = self.stopping.is_set()
+        flight = self.flight
+        if flight is not None and flight.fetching and (running_for > ACK_HOLD or stopping):
+            self._collect(flight)  # its jobs join those ahead: renewed, or given back below
+        with self.held:
+            finished: dict[Queue, Finished] = {}
+            if self.finished and now - self.finished_since > ACK_HOLD:
+                finished, self.finished = self.finished, {}
+            ahead: list[Leased] = []
+            if self.ahead and (running_for > GIVE_BACK_AFTER or stopping):
+                ahead = list(self.ahead)
+                self.ahead.clear()
+        self._acknowledge(finished)
+        self._release(ahead)
+        for channel in self.channels.values():
+            channel.poll()
+
+    def renew(self) -> None:
+        """Extend the leases of the jobs running and of those leased ahead."""
+        with self.changed:
+            running = list(self.running.values())
+        with self.held:
+            leased = running + list(self.ahead)
+        for queue in self.queues:
+            lost = queue.renew([job for q, job in leased if q is queue])
+            if lost:
+                with self.changed:  # a job finished since the copy above was not lost
+                    lost = [i for i in lost if (queue.name, i) in self.running]
+            for job_id in lost:
+                logger.warning("Job %s lost its lease; another worker may run it too.", job_id)
+
+    def _collect(self, flight: Channel) -> float | None:
+        """Read the fetch in flight: its jobs join those leased ahead. Returns its wait."""
+        collected = flight.collect()
+        if collected is None:
+            return 0.0
+        jobs, wait = collected
+        with self.held:
+            self.ahead.extend((flight.queue, job) for job in jobs)
+        return wait
+
+    def _acknowledge(self, finished: dict[Queue, Finished]) -> None:
+        for queue, done in finished.items():  # not waiting; what cannot be sent comes back
+            self.channels[queue].note(done)
+
+    def _release(self, ahead: list[Leased]) -> None:  # not started: not an attempt
+        for queue in self.queues:
+            jobs = [job for q, job in ahead if q is queue]
+            if jobs:
+                logger.debug("Giving back %d job(s) leased ahead.", len(jobs))
+                queue.release(jobs)
+
+    def _give_back(self) -> None:
+        try:
+            if self.flight is not None:
+                self._collect(self.flight)
+            with self.held:
+                finished, self.finished = self.finished, {}
+                ahead = list(self.ahead)
+                self.ahead.clear()
+            self._acknowledge(finished)
+            for channel in self.channels.values():
+                channel.sync()
+            self._release(ahead)
+        except RedisUnavailable:
+            logger.warning("Redis is unreachable at exit; unacknowledged jobs run again later.")
+        finally:
+            for channel in self.channels.values():
+                channel.close()
+
+    def _unfinish(self, queue: Queue, finished: Sequence[tuple[Job, str | None]]) -> None:
+        """Put back acknowledgements that may not have reached Redis, to send again."""
+        if finished:
+            with self.held:
+                self.finished[queue] = [*finished, *self.finished.get(queue, [])]
+
+    @staticmethod
+    def _warn_lost(lost: Sequence[str]) -> None:
+        for job_id in lost:
+            logger.warning("Job %s lost its lease before it finished; it may run again.", job_id)
