@@ -375,8 +375,10 @@ def test_lock_pages_follow_one_another_at_any_depth(
 
 
 def test_locks_page_shows_owner_ttl_fence_and_waiters(
-    held: Lock, backend: Backend, admin_client: Client
+    backend: Backend, admin_client: Client, held: Lock
 ) -> None:
+    # The lock is taken after the login (and the test database's setup, when this test runs
+    # first), so the page shows it with nearly all of its 60 s.
     page = html(admin_client.get(url("locks")))
     assert f"(pid {os.getpid()})" in page
     assert str(held.fence) in page
