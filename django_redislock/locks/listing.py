@@ -5,26 +5,20 @@ All locks are listed from the expiry index, soonest to expire first; a prefix se
 the name index (a lex range), in name order. Each listing first sweeps (``SWEEP``): locks
 that ended without a release leave the name index, so a prefix's count is exact, except for
 a lock indexed as expiring before the last sweep (its host's clock runs behind the admin's),
-counted but not shown until its entry goes stale; and for a name whose lock was released by
-a process still running the code from before the name index (a rolling upgrade), counted
-until a page shows (and drops) it. Locks taken before the upgrade are added to the name
-index by the first prefix search (one pass over the expiry index), or by their next extend.
+counted but not shown until its entry goes stale.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from ..exceptions import RedisUnavailable
-from ..redis.clients import UNAVAILABLE, get_redis, run_script
+from ..redis.clients import UNAVAILABLE, get_redis
 from .keys import index_keys, lock_base, lock_keys, shard_base, shard_count, validate_name
-from .scripts import SWEEP, SYNC_NAMES
-
-logger = logging.getLogger(__name__)
+from .scripts import SWEEP
 
 # Index entries whose expiry passed this long ago are deleted. The margin keeps an entry
 # whose writer's clock ran a little behind until its lock has surely expired.
@@ -33,7 +27,6 @@ STALE_MARGIN_MS = 60_000
 # of locks that ended unreleased since the last listing) is left to the next listings.
 SWEEP_BATCH = 5000
 SWEEP_CALLS = 20
-SYNC_BATCH = 1000
 # Past this offset, a page merged from several shards (Redis Cluster) starts where counting
 # finds it, instead of reading every shard from its first entry.
 DEEP_OFFSET = 500
@@ -94,7 +87,7 @@ def describe_lock(name: str, *, using: str | None = None) -> LockInfo | None:
 def _list(client: Any, prefix: str, offset: int, limit: int) -> LockPage:
     bases = [shard_base(s) for s in range(shard_count(client))]
     now = int(time.time() * 1000)
-    live, expired = _sweep(client, bases, now, bool(prefix))
+    live, expired = _sweep(client, bases, now)
     if prefix:
         return _by_name(client, bases, prefix, offset, limit, now)
     candidates: list[Entry] = []
@@ -110,10 +103,9 @@ def _eval(pipe: Any, script: Any, keys: tuple[str, ...], *args: Any) -> None:
     pipe.execute_command("EVAL", script.source, len(keys), *keys, *args)
 
 
-def _sweep(client: Any, bases: list[str], now: int, names: bool) -> tuple[int, int]:
-    """Sweep every shard's indexes; with ``names``, also fill a shard's name index when locks
-    predate it. Returns the number of live locks, and of entries expired but still indexed
-    (the rank of the first live lock, on one shard)."""
+def _sweep(client: Any, bases: list[str], now: int) -> tuple[int, int]:
+    """Sweep every shard's indexes. Returns the number of live locks, and of entries expired
+    but still indexed (the rank of the first live lock, on one shard)."""
     live: dict[str, tuple[int, int]] = {}
     pending = bases
     for _ in range(SWEEP_CALLS):
@@ -123,32 +115,12 @@ def _sweep(client: Any, bases: list[str], now: int, names: bool) -> tuple[int, i
         again = []
         for base, (count, state, expired) in zip(pending, pipe.execute(), strict=True):
             live[base] = int(count), int(expired)
-            if state == -1 and names:
-                _fill_names(client, base, now)
-            if state == 0 or (state == -1 and names):
+            if state == 0:
                 again.append(base)
         pending = again
         if not pending:
             break
     return sum(n for n, _ in live.values()), sum(n for _, n in live.values())
-
-
-def _fill_names(client: Any, base: str, now: int) -> None:
-    """Add to a shard's name index the live locks it lacks: one pass over its expiry index,
-    needed once, for locks taken before the name index existed."""
-    index, names, swept = index_keys(base)
-    batch: list[Any] = []
-    added = 0
-    for name, expiry in client.zscan_iter(index, count=SYNC_BATCH):
-        if expiry >= now:
-            batch.append(name)
-        if len(batch) == SYNC_BATCH:
-            added += run_script(client, SYNC_NAMES, (index, names), (now, *batch))
-            batch = []
-    if batch:
-        added += run_script(client, SYNC_NAMES, (index, names), (now, *batch))
-    client.set(swept, "-inf", nx=True)
-    logger.info("Added %d lock(s) taken before it to the name index of %s.", added, base)
 
 
 def _around(
@@ -300,13 +272,10 @@ def _describe(client: Any, page: list[Entry], live_from: int | None = None) -> l
             pipe.zscore(index, name)
     replies = pipe.execute(raise_on_error=False)
     infos = []
-    for i, (_, name, base) in enumerate(page):
+    for i, (_, name, _base) in enumerate(page):
         value, pttl, queued, *expiry = [
             None if isinstance(r, Exception) else r for r in replies[per * i : per * i + per]
         ]  # a key of the wrong type reads as missing; its TTL ends it
-        if expiry and expiry[0] is None:  # a name without an expiry entry: drop it
-            index, names, _ = index_keys(base)
-            run_script(client, SYNC_NAMES, (index, names), (live_from, name))
         if value is None or (expiry and (expiry[0] is None or expiry[0] < live_from)):
             continue  # ended since it was indexed
         try:

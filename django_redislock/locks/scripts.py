@@ -201,7 +201,7 @@ if not ok then return 0 end
 if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], tonumber(ARGV[4]) + tonumber(ARGV[2]), ARGV[3])
--- Also (re)writes the name of a lock taken before the name index existed.
+-- Also puts back a name that a sweep removed too early (the writer's clock ran behind).
 redis.call('ZADD', string.sub(KEYS[2], 1, -6) .. 'names', 0, ARGV[3])
 return 1
 """,
@@ -233,9 +233,7 @@ return -1
 # KEYS[1] index  KEYS[2] names  KEYS[3] names:swept (a ZRANGEBYSCORE min: "<ms>" or "(<ms>")
 # ARGV[1] now ms  ARGV[2] stale before ms  ARGV[3] batch
 # Reply: {live locks (index entries expiring from now on), state, entries before them};
-#        state 1: ``names`` holds live locks only; 0: call again, a backlog is left; -1:
-#        ``names`` lacks locks taken before it existed (fill it with SYNC_NAMES, then set
-#        names:swept to "-inf").
+#        state 1: ``names`` holds live locks only; 0: call again, a backlog is left.
 SWEEP = _script(
     "sweep",
     """
@@ -255,12 +253,7 @@ if #stale > 0 then
 end
 local live = redis.call('ZCOUNT', index, now, '+inf')
 local before = redis.call('ZCARD', index) - live
-local from = redis.call('GET', swept)
-if not from then
-  -- Both indexes hold the same names unless locks predate ``names``.
-  if live + before ~= redis.call('ZCARD', names) then return {live, -1, before} end
-  from = '-inf'
-end
+local from = redis.call('GET', swept) or '-inf'
 local ended = redis.call('ZRANGEBYSCORE', index, from, '(' .. now, 'LIMIT', 0, batch)
 zrem(names, ended)
 if #ended < batch then
@@ -273,27 +266,5 @@ local last = redis.call('ZSCORE', index, ended[#ended])
 zrem(names, redis.call('ZRANGEBYSCORE', index, last, last))
 redis.call('SET', swept, '(' .. last)
 return {live, 0, before}
-""",
-)
-
-# Makes ``names`` agree with ``index`` for the given locks: one live in ``index`` is added,
-# any other removed. Fills ``names`` with locks taken before it existed, and drops names left
-# without an expiry entry (released by a process still running the code before ``names``).
-# KEYS[1] index  KEYS[2] names
-# ARGV[1] now ms  ARGV[2..] lock names
-# Reply: how many were added.
-SYNC_NAMES = _script(
-    "sync_names",
-    """
-local now, added = tonumber(ARGV[1]), 0
-for i = 2, #ARGV do
-  local expiry = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if expiry and tonumber(expiry) >= now then
-    added = added + redis.call('ZADD', KEYS[2], 0, ARGV[i])
-  else
-    redis.call('ZREM', KEYS[2], ARGV[i])
-  end
-end
-return added
 """,
 )
