@@ -19,7 +19,9 @@ from ..exceptions import LockNotOwned
 from ..redis.aio import call, get_async_redis, run_script
 from ..redis.clients import get_redis
 from . import renewer as _renewer
-from .base import Hold, LockBase, now_ms
+from .base import Hold, LockBase
+from .core import now_ms
+from .keys import wake_key
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 
 logger = logging.getLogger("django_redislock.locks")
@@ -76,7 +78,7 @@ class AsyncLock(LockBase):
             self._forget(owner)  # expired or taken over meanwhile: acquire afresh
         token = f"{token_hex(8)}|"
         try:
-            args = self._acquire_args(token, timeout > 0, False)
+            args = self._args(token, timeout > 0, False)
             reply = await run_script(client, ACQUIRE, self._keys, args)
             if type(reply) is not int:
                 reply = await self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
@@ -108,7 +110,7 @@ class AsyncLock(LockBase):
         the deadline (monotonic) passes. Returns the fence, or None."""
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = f"{self._base}w:{token}"
+        wake = wake_key(self._base, token)
         while True:
             remaining = deadline - time.monotonic()
             if remaining > 0:
@@ -123,7 +125,7 @@ class AsyncLock(LockBase):
             if time.monotonic() >= deadline:
                 await self._leave(client, token)
                 return None
-            args = self._acquire_args(token, True, True)
+            args = self._args(token, True, True)
             asked = _cancelling()
             reply = await run_script(client, ACQUIRE, self._keys, args)
             _cancelled_since(asked)

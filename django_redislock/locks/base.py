@@ -1,29 +1,17 @@
-"""What the sync and asyncio locks share: options, validation, key layout, owner state and
-the reading of script replies. No I/O here."""
+"""What the sync and asyncio locks share: options, key layout, owner state and the reading
+of script replies."""
 
 from __future__ import annotations
 
-import logging
-import random
-import time
 from typing import Any
 
-from ..conf import conf
-from ..exceptions import (
-    LockError,
-    LockNotOwned,
-    LockTimeout,
-    RedisUnavailable,
-    ReplicasNotConfirmed,
-)
+from ..exceptions import LockError, RedisUnavailable, ReplicasNotConfirmed
 from ..redis.clients import UNAVAILABLE, is_cluster, run_script
-from ..signals import lock_acquired, lock_busy, lock_lost, lock_released
 from . import keys as _keys
 from . import renewer as _renewer
-from .keys import lock_base, lock_keys, shard_count, validate_name, validate_seconds
+from .core import LockCore, now_ms
+from .keys import LockKeys, held_by, lock_base, lock_keys, shard_count
 from .scripts import EXTEND, RELEASE
-
-logger = logging.getLogger("django_redislock.locks")
 
 
 class Hold:
@@ -44,16 +32,8 @@ class Hold:
 _reentrant_holds: dict[tuple[Any, ...], Hold] = {}
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _decode(value: Any) -> Any:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-class LockBase:
-    """Options, validation and key layout shared by the sync and asyncio locks."""
+class LockBase(LockCore):
+    """Options, key layout and owner state shared by the sync and asyncio locks."""
 
     def __init__(
         self,
@@ -68,16 +48,7 @@ class LockBase:
         wait_replicas: int = 0,
         using: str | None = None,
     ) -> None:
-        self.name = validate_name(name)
-        self.lock_ttl = validate_seconds(
-            conf.LOCK_TTL if ttl is None else ttl, "ttl", allow_zero=False, allow_inf=False
-        )
-        self.timeout = validate_seconds(
-            conf.LOCK_TIMEOUT if timeout is None else timeout,
-            "timeout",
-            allow_zero=True,
-            allow_inf=True,
-        )
+        super().__init__(name, ttl, timeout)
         if not isinstance(wait_replicas, int) or isinstance(wait_replicas, bool):
             raise TypeError(f"wait_replicas must be an int, not {type(wait_replicas).__name__}.")
         if wait_replicas < 0:
@@ -88,17 +59,12 @@ class LockBase:
         self.fencing = bool(fencing)
         self.wait_replicas = wait_replicas
         self.using = using
-        self.ttl_ms = max(1, round(self.lock_ttl * 1000))
-        self.retry_delay = conf.LOCK_RETRY_DELAY
         # A waiter's registration outlives several of its fallback re-checks; a waiter that
         # dies drops out of the queue when it lapses.
         self.registration_ms = max(500, int(self.retry_delay * 5000))
         self._flags = ("1" if self.fair else "0", "1" if self.fencing else "0")
         self._holds: dict[tuple[Any, ...], Hold] = _reentrant_holds if self.reentrant else {}
         self._client: Any = None
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r} ttl={self.lock_ttl}>"
 
     def _setup(self, client: Any) -> None:
         self._base = lock_base(self.name, shard_count(client))
@@ -127,30 +93,14 @@ class LockBase:
         return self._base
 
     @property
-    def keys(self) -> tuple[str, str, str, str]:
-        """(lock, waiters, index, fence) keys."""
+    def keys(self) -> LockKeys:
         if self._client is None:
             self._setup(self._connect())
         return self._keys
 
-    def _acquire_args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
-        return (
-            token, _keys.OWNER, self.ttl_ms, self.name, now_ms(), *self._flags,
-            self.registration_ms if register else 0, self._base, "1" if queued else "0",
-        )  # fmt: skip
-
-    def _ttl_ms_of(self, ttl: float | None) -> int:
-        if ttl is None:
-            return self.ttl_ms
-        return max(1, round(validate_seconds(ttl, "ttl", allow_zero=False, allow_inf=False) * 1000))
-
-    def _validate_timeout(self, timeout: float | None) -> float:
-        if timeout is None:
-            return self.timeout
-        return validate_seconds(timeout, "timeout", allow_zero=True, allow_inf=True)
-
-    def _fallback_delay(self) -> float:
-        return random.uniform(self.retry_delay / 2, self.retry_delay)
+    def _args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
+        register_ms = self.registration_ms if register else 0
+        return self._acquire_args(token, self._base, self._flags, register_ms, queued)
 
     def _owner(self, task: Any) -> tuple[Any, ...]:
         if self.reentrant:
@@ -173,45 +123,18 @@ class LockBase:
         hold.count += 1
         return True
 
-    def _not_owned(self, action: str) -> LockNotOwned:
-        return LockNotOwned(
-            f"Cannot {action} lock {self.name!r}: this owner does not hold it (any more).",
-            self.name,
-        )
-
     def _acquired(self, owner: tuple[Any, ...], token: str, fence: int) -> Hold:
         hold = self._holds[owner] = Hold(token, fence)
-        if lock_acquired.receivers:
-            lock_acquired.send(type(self), lock=self, name=self.name, fence=fence or None)
+        self._signal_acquired(fence or None)
         return hold
-
-    def _busy(self, timeout: float) -> None:
-        if lock_busy.receivers:
-            lock_busy.send(type(self), lock=self, name=self.name, timeout=timeout)
-
-    def _released(self) -> None:
-        if lock_released.receivers:
-            lock_released.send(type(self), lock=self, name=self.name)
 
     def lost(self, hold: Hold, where: str) -> None:
         """Report that ``hold`` turned out to be lost (TTL ran out, or taken over)."""
         hold.lost = True
-        logger.error(
-            "Lock %r was lost (found by %s): its TTL ran out or it was force-released.",
-            self.name,
-            where,
-        )
-        for receiver, error in lock_lost.send_robust(type(self), lock=self, name=self.name):
-            if error is not None:
-                logger.error("lock_lost receiver %r failed: %r", receiver, error)
+        self._report_lost(where)
 
     def _owns_value(self, hold: Hold | None, value: Any) -> bool:
-        return (
-            hold is not None
-            and not hold.lost
-            and value is not None
-            and _decode(value).startswith(hold.token)
-        )
+        return hold is not None and not hold.lost and held_by(value, hold.token)
 
     def confirm_replicas(self, hold: Hold) -> None:
         """Wait until ``wait_replicas`` replicas have the lock, else raise (the caller then
@@ -265,6 +188,3 @@ class LockBase:
         if hold is not None:
             args = (hold.token, self.name, now_ms(), self.base)
             self._end_release(hold, run_script(self.renew_client, RELEASE, self.keys, args))
-
-    def _timeout_error(self, timeout: float) -> LockTimeout:
-        return LockTimeout(f"Lock {self.name!r} was not acquired within {timeout}s.", self.name)

@@ -17,7 +17,17 @@ from typing import Any, NamedTuple
 
 from ..exceptions import RedisUnavailable
 from ..redis.clients import UNAVAILABLE, get_redis
-from .keys import index_keys, lock_base, lock_keys, shard_base, shard_count, validate_name
+from .keys import (
+    LockValue,
+    index_keys,
+    lock_base,
+    lock_keys,
+    parse_value,
+    shard_base,
+    shard_count,
+    text,
+    validate_name,
+)
 from .scripts import SWEEP
 
 # Index entries whose expiry passed this long ago are deleted. The margin keeps an entry
@@ -54,10 +64,6 @@ class LockPage(NamedTuple):
 
 # (sort key, lock name, shard base) of one lock to show
 Entry = tuple[Any, str, str]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def list_locks(
@@ -131,14 +137,16 @@ def _around(
     pipe = client.pipeline(transaction=False)
     if len(bases) == 1:  # by rank: O(log n), at any offset
         first = expired + offset
-        pipe.zrange(f"{bases[0]}index", first, first + limit - 1, withscores=True)
+        pipe.zrange(index_keys(bases[0]).expiries, first, first + limit - 1, withscores=True)
         skip = 0
     else:  # the merge needs each shard's entries from ``start`` on, up to skip + limit
         start, skip = _seek(client, bases, now, offset) if offset > DEEP_OFFSET else (now, offset)
         for base in bases:
-            pipe.zrangebyscore(f"{base}index", start, "+inf", 0, skip + limit, withscores=True)
+            pipe.zrangebyscore(
+                index_keys(base).expiries, start, "+inf", 0, skip + limit, withscores=True
+            )
     candidates = [
-        (score, _text(name), base)
+        (score, text(name), base)
         for base, entries in zip(bases, pipe.execute(), strict=True)
         for name, score in entries
     ]
@@ -153,12 +161,12 @@ def _seek(client: Any, bases: list[str], now: int, offset: int) -> tuple[int, in
     def before(ms: int) -> int:  # entries expiring in [now, ms)
         pipe = client.pipeline(transaction=False)
         for base in bases:
-            pipe.zcount(f"{base}index", now, f"({ms}")
+            pipe.zcount(index_keys(base).expiries, now, f"({ms}")
         return int(sum(pipe.execute()))
 
     pipe = client.pipeline(transaction=False)
     for base in bases:
-        pipe.zrange(f"{base}index", -1, -1, withscores=True)
+        pipe.zrange(index_keys(base).expiries, -1, -1, withscores=True)
     lo, hi, below = now, max([int(e[0][1]) for e in pipe.execute() if e], default=now) + 1, 0
     while hi - lo > 1:  # before(lo) <= offset < before(hi)
         mid = (lo + hi) // 2
@@ -190,7 +198,7 @@ def _by_name(
     low, high = b"[" + raw, b"(" + raw + b"\xff"
     pipe = client.pipeline(transaction=False)
     for base in bases:
-        names = index_keys(base)[1]
+        names = index_keys(base).names
         pipe.zlexcount(names, "-", b"(" + raw)
         pipe.zlexcount(names, low, high)
     counts = pipe.execute()
@@ -207,10 +215,10 @@ def _by_name(
     read = [(s, start) for s, start in zip(shards, starts, strict=True) if start < s.size]
     pipe = client.pipeline(transaction=False)
     for shard, start in read:  # (ZRANGE's end must not go below its start: -1 means the last)
-        pipe.zrange(index_keys(shard.base)[1], shard.first + start,
+        pipe.zrange(index_keys(shard.base).names, shard.first + start,
                     shard.first + min(shard.size, start + skip + limit) - 1)  # fmt: skip
     merged = sorted(
-        (_text(name), shard.base) for (shard, _), names in zip(read, pipe.execute(), strict=True)
+        (text(name), shard.base) for (shard, _), names in zip(read, pipe.execute(), strict=True)
         for name in names
     )  # fmt: skip
     page = [(name, name, base) for name, base in merged[skip : skip + limit]]
@@ -232,14 +240,14 @@ def _seek_name(
         if hi[j] <= lo[j]:
             break  # only when the index changed meanwhile
         mid = (lo[j] + hi[j]) // 2
-        found = client.zrange(index_keys(shards[j].base)[1], shards[j].first + mid,
+        found = client.zrange(index_keys(shards[j].base).names, shards[j].first + mid,
                               shards[j].first + mid)  # fmt: skip
         if not found:
             break  # the index shrank meanwhile
         pivot = found[0] if isinstance(found[0], bytes) else found[0].encode()
         pipe = client.pipeline(transaction=False)
         for shard in shards:
-            pipe.zlexcount(index_keys(shard.base)[1], low, b"[" + pivot)
+            pipe.zlexcount(index_keys(shard.base).names, low, b"[" + pivot)
         upto = [min(int(c), s.size) for c, s in zip(pipe.execute(), shards, strict=True)]
         before = sum(upto) - 1  # matches before the pivot, in all shards
         if before < offset:
@@ -264,34 +272,31 @@ def _describe(client: Any, page: list[Entry], live_from: int | None = None) -> l
     per = 3 if live_from is None else 4
     pipe = client.pipeline(transaction=False)
     for _, name, base in page:
-        lock, waiters, index, _ = lock_keys(base, name)
-        pipe.get(lock)
-        pipe.pttl(lock)
-        pipe.zcard(waiters)
+        keys = lock_keys(base, name)
+        pipe.get(keys.lock)
+        pipe.pttl(keys.lock)
+        pipe.zcard(keys.waiters)
         if live_from is not None:
-            pipe.zscore(index, name)
+            pipe.zscore(keys.expiries, name)
     replies = pipe.execute(raise_on_error=False)
     infos = []
+    unreadable = LockValue("", 0, 0, 0, "(unreadable lock value)")
     for i, (_, name, _base) in enumerate(page):
         value, pttl, queued, *expiry = [
             None if isinstance(r, Exception) else r for r in replies[per * i : per * i + per]
         ]  # a key of the wrong type reads as missing; its TTL ends it
         if value is None or (expiry and (expiry[0] is None or expiry[0] < live_from)):
             continue  # ended since it was indexed
-        try:
-            _token, acquired_ms, fence, pid, host = _text(value).split("|", 4)
-            owner = (host, int(pid), int(acquired_ms), int(fence) or None)
-        except ValueError:  # not a lock value of ours: shown, not fatal to the page
-            owner = ("(unreadable lock value)", 0, 0, None)
-        host, pid_number, acquired, fence_number = owner
+        # A value that is not a lock value of ours is shown, not fatal to the page.
+        held = parse_value(value) or unreadable
         infos.append(
             LockInfo(
                 name=name,
-                host=host,
-                pid=pid_number,
-                acquired_at=datetime.fromtimestamp(acquired / 1000, tz=timezone.utc),
+                host=held.host,
+                pid=held.pid,
+                acquired_at=datetime.fromtimestamp(held.acquired_ms / 1000, tz=timezone.utc),
                 ttl=max(pttl or 0, 0) / 1000,
-                fence=fence_number,
+                fence=held.fence or None,
                 waiters=int(queued or 0),
             )
         )

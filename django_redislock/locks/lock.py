@@ -7,19 +7,19 @@ import logging
 import time
 from secrets import token_hex
 from threading import current_thread, get_ident
-from types import TracebackType
 from typing import Any
 
-from ..exceptions import LockNotOwned
 from ..redis.clients import call, get_redis, run_script
 from . import renewer as _renewer
-from .base import LockBase, now_ms
+from .base import LockBase
+from .core import SyncContext, now_ms
+from .keys import wake_key
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 
 logger = logging.getLogger(__name__)
 
 
-class Lock(LockBase):
+class Lock(LockBase, SyncContext):
     """A distributed lock. ``with Lock("name"):`` acquires (or raises LockTimeout) and
     releases on exit. See the README for every option."""
 
@@ -43,7 +43,7 @@ class Lock(LockBase):
                 return self._reenter(owner, hold)
             self._forget(owner)  # expired or taken over meanwhile: acquire afresh
         token = f"{token_hex(8)}|"
-        args = self._acquire_args(token, timeout > 0, False)
+        args = self._args(token, timeout > 0, False)
         reply = run_script(client, ACQUIRE, self._keys, args)
         if type(reply) is not int:
             reply = self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
@@ -83,7 +83,7 @@ class Lock(LockBase):
     def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = f"{self._base}w:{token}"
+        wake = wake_key(self._base, token)
         while True:
             remaining = deadline - time.monotonic()
             if remaining > 0:
@@ -96,7 +96,7 @@ class Lock(LockBase):
             if time.monotonic() >= deadline:
                 self._leave(client, token)
                 return None
-            reply = run_script(client, ACQUIRE, self._keys, self._acquire_args(token, True, True))
+            reply = run_script(client, ACQUIRE, self._keys, self._args(token, True, True))
             if type(reply) is int:
                 return reply
             pttl = reply[0]
@@ -160,21 +160,3 @@ class Lock(LockBase):
         if reply in (1, 2):
             logger.warning("Lock %r was force-released.", name)
         return reply in (1, 2)
-
-    def __enter__(self) -> Lock:
-        if not self.acquire():
-            raise self._timeout_error(self.timeout)
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self.release()
-        except LockNotOwned:
-            if exc is None:
-                raise
-            # Keep the body's own exception; the loss was logged and signalled.
