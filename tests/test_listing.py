@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from redis.cluster import RedisCluster
 
-from django_redislock import Lock
+from django_redislock import Lock, get_redis
 from django_redislock.exceptions import LockNotOwned
 from django_redislock.locks import listing
-from django_redislock.locks.keys import index_keys
+from django_redislock.locks.keys import index_keys, shard_base
 from django_redislock.locks.listing import list_locks
 
 from .conftest import Backend
@@ -217,3 +219,29 @@ def test_a_lock_key_holding_garbage_never_breaks_the_listing(backend: Backend) -
             assert again.owned()
         backend.client.rpush(typed.keys[0], "a list again")
     assert backend.client.exists(typed.keys[0] + ":corrupt")
+
+
+@pytest.mark.parametrize("shards", [1, 5, 48])
+def test_lock_shards_spread_locks_over_that_many_shards_and_all_are_listed(
+    redis_cluster: Any, settings: Any, shards: int
+) -> None:
+    settings.REDISLOCK = {"URL": redis_cluster.url, "CLUSTER": True, "LOCK_SHARDS": shards}
+    client = get_redis()
+    client.flushall(target_nodes=RedisCluster.PRIMARIES)
+    locks = [Lock(f"spread:{i}", ttl=30) for i in range(10 * shards)]
+    for lock in locks:
+        assert lock.acquire(0)
+    try:
+        assert {lock.base for lock in locks} == {shard_base(s) for s in range(shards)}
+        masters = {client.get_node_from_key(lock.keys.lock).name for lock in locks}
+        assert len(masters) == (1 if shards == 1 else 3)  # more shards, more masters used
+        expected = sorted(lock.name for lock in locks)
+        everything = list_locks(limit=1000)
+        assert (sorted(names(everything)), everything.total) == (expected, len(locks))
+        by_prefix = list_locks("spread:", limit=1000)
+        assert (names(by_prefix), by_prefix.total) == (expected, len(locks))
+        assert names(list_locks("spread:", offset=7, limit=3)) == expected[7:10]
+    finally:
+        for lock in locks:
+            lock.release()
+    assert list_locks().total == 0

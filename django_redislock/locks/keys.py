@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 from ..conf import conf
 
 MAX_NAME_LENGTH = 200
-CLUSTER_SHARDS = 16
 
 
 def validate_name(name: Any) -> str:
@@ -50,9 +49,11 @@ def validate_seconds(value: Any, argument: str, *, allow_zero: bool, allow_inf: 
 
 
 def shard_count(client: Any) -> int:
+    """How many shards (hash tags) locks are spread over: ``LOCK_SHARDS`` on Cluster, so
+    that they can use that many masters; one elsewhere."""
     from ..redis.clients import is_cluster
 
-    return CLUSTER_SHARDS if is_cluster(client) else 1
+    return conf.LOCK_SHARDS if is_cluster(client) else 1
 
 
 def shard_base(shard: int) -> str:
