@@ -175,9 +175,9 @@ def test_a_hand_off_to_a_waiter_keeps_the_name(backend: Backend) -> None:
     holder = Lock("handed", ttl=30, fair=True)
     holder.acquire(0)
     # A live waiter from another host, queued as Lock.acquire queues one.
-    token, base = "feedfacefeedface|", holder.base
-    backend.client.zadd(holder.keys[1], {token: 1})
-    backend.client.set(f"{base}a:{token}", "30000|0|1|elsewhere", px=30000)
+    token, deadline = "feedfacefeedface|", int(time.time() * 1000) + 30000
+    backend.client.zadd(holder.keys.waiters, {token: 1})
+    backend.client.hset(holder.keys.registrations, token, f"{deadline}|30000|0|1|elsewhere")
     holder.release()
     page = list_locks("hand")
     assert [(i.name, i.host) for i in page.locks] == [("handed", "elsewhere")]

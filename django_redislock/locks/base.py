@@ -3,15 +3,22 @@ of script replies."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import Any
+
+from redis.exceptions import RedisError
 
 from ..exceptions import LockError, RedisUnavailable, ReplicasNotConfirmed
 from ..redis.clients import UNAVAILABLE, is_cluster, run_script
+from ..redis.scripts import LuaScript
 from . import keys as _keys
 from . import renewer as _renewer
 from .core import LockCore, now_ms
 from .keys import LockKeys, held_by, lock_base, lock_keys, shard_count
-from .scripts import EXTEND, RELEASE
+from .scripts import EXTEND, RELEASE, WAKE
+
+logger = logging.getLogger("django_redislock.locks")
 
 
 class Hold:
@@ -100,7 +107,35 @@ class LockBase(LockCore):
 
     def _args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
         register_ms = self.registration_ms if register else 0
-        return self._acquire_args(token, self._base, self._flags, register_ms, queued)
+        return self._acquire_args(token, self._flags, register_ms, queued)
+
+    def _release_args(self, token: str) -> tuple[Any, ...]:
+        return token, self.name, now_ms()
+
+    def _forced(self, reply: Any) -> bool:
+        """Whether a force release (``RELEASE`` with no token) freed a held lock."""
+        if (reply[0] if type(reply) is list else reply) not in (1, 2):
+            return False
+        logger.warning("Lock %r was force-released.", self.name)
+        return True
+
+    def _wake_failed(self, exc: Exception) -> None:
+        logger.warning(
+            "Could not wake the waiter lock %r was handed to (%s); it finds the lock at its "
+            "next re-check.", self.name, exc,
+        )  # fmt: skip
+
+    def _run(self, client: Any, script: LuaScript, keys: Sequence[str], args: Any) -> Any:
+        """Run ``script`` over the sync ``client``, then wake the waiter it handed the lock
+        to, if any. Returns the script's reply."""
+        reply = run_script(client, script, keys, args)
+        wake = self._keys.waking(reply)
+        if wake is not None:
+            try:
+                run_script(client, WAKE, *wake)
+            except (RedisError, RedisUnavailable) as exc:
+                self._wake_failed(exc)
+        return reply
 
     def _owner(self, task: Any) -> tuple[Any, ...]:
         if self.reentrant:
@@ -146,7 +181,7 @@ class LockBase(LockCore):
             client = client.get_redis_connection(client.get_node_from_key(self.keys[0]))
         pipe = client.pipeline(transaction=False)
         pipe.execute_command(
-            "EVAL", EXTEND.source, 2, self.keys[0], self.keys[2],
+            "EVAL", EXTEND.source, 3, *self.keys.extending,
             hold.token, self.ttl_ms, self.name, now_ms(),
         )  # fmt: skip
         pipe.execute_command("WAIT", self.wait_replicas, max(1, min(self.ttl_ms // 3, 2000)))
@@ -186,5 +221,7 @@ class LockBase(LockCore):
         happen on another thread than the view's."""
         hold = self._begin_release(owner)
         if hold is not None:
-            args = (hold.token, self.name, now_ms(), self.base)
-            self._end_release(hold, run_script(self.renew_client, RELEASE, self.keys, args))
+            reply = self._run(
+                self.renew_client, RELEASE, self.keys.releasing, self._release_args(hold.token)
+            )
+            self._end_release(hold, reply)

@@ -55,12 +55,12 @@ class LockCore:
         return random.uniform(self.retry_delay / 2, self.retry_delay)
 
     def _acquire_args(
-        self, token: str, base: str, flags: tuple[str, str], register_ms: int, queued: bool
+        self, token: str, flags: tuple[str, str], register_ms: int, queued: bool
     ) -> tuple[Any, ...]:
         """ARGV of ``ACQUIRE``."""
         return (
-            token, _keys.OWNER, self.ttl_ms, self.name, now_ms(), *flags,
-            register_ms, base, "1" if queued else "0",
+            token, _keys.OWNER, self.ttl_ms, self.name, now_ms(), *flags, register_ms,
+            "1" if queued else "0",
         )  # fmt: skip
 
     def _signal_acquired(self, fence: int | None) -> None:

@@ -75,13 +75,41 @@ class ShardKeys(NamedTuple):
 
 
 class LockKeys(NamedTuple):
-    """A lock's keys, with its shard's indexes."""
+    """A lock's keys, with its shard's indexes, and which of them each script takes."""
 
     lock: str
     waiters: str
     expiries: str
     fence: str
     names: str
+    registrations: str
+    base: str
+
+    def wake(self, token: str) -> str:
+        """The list waiter ``token`` blocks on: a hand-off to it pushes the fence there."""
+        return f"{self.base}w:{token}"
+
+    def acquiring(self, token: str) -> tuple[str, ...]:
+        return (*self[:6], f"{self.lock}:corrupt", self.wake(token))
+
+    @property
+    def releasing(self) -> tuple[str, ...]:
+        return self[:6]
+
+    @property
+    def extending(self) -> tuple[str, str, str]:
+        return self.lock, self.expiries, self.names
+
+    def giving_up(self, token: str) -> tuple[str, ...]:
+        return self.lock, self.waiters, self.registrations, self.wake(token)
+
+    def waking(self, reply: Any) -> tuple[tuple[str], tuple[Any, Any]] | None:
+        """KEYS and ARGV of ``WAKE`` for the waiter a script's ``reply`` says it handed the
+        lock to, or None when it did not."""
+        if type(reply) is not list or len(reply) != 4:
+            return None
+        _, token, fence, ttl = reply
+        return (self.wake(text(token)),), (fence, ttl)
 
 
 def index_keys(base: str) -> ShardKeys:
@@ -89,14 +117,11 @@ def index_keys(base: str) -> ShardKeys:
 
 
 def lock_keys(base: str, name: str) -> LockKeys:
+    shard = index_keys(base)
     return LockKeys(
-        f"{base}l:{name}", f"{base}q:{name}", f"{base}index", f"{base}f:{name}", f"{base}names"
-    )
-
-
-def wake_key(base: str, token: str) -> str:
-    """The list a waiter blocks on: a hand-off to it pushes the fence there."""
-    return f"{base}w:{token}"
+        f"{base}l:{name}", f"{base}q:{name}", shard.expiries, f"{base}f:{name}", shard.names,
+        f"{base}a:{name}", base,
+    )  # fmt: skip
 
 
 class LockValue(NamedTuple):

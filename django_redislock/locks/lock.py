@@ -13,7 +13,6 @@ from ..redis.clients import call, get_redis, run_script
 from . import renewer as _renewer
 from .base import LockBase
 from .core import SyncContext, now_ms
-from .keys import wake_key
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 
 logger = logging.getLogger(__name__)
@@ -44,7 +43,7 @@ class Lock(LockBase, SyncContext):
             self._forget(owner)  # expired or taken over meanwhile: acquire afresh
         token = f"{token_hex(8)}|"
         args = self._args(token, timeout > 0, False)
-        reply = run_script(client, ACQUIRE, self._keys, args)
+        reply = self._run(client, ACQUIRE, self._keys.acquiring(token), args)
         if type(reply) is not int:
             reply = self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
             if reply is None:
@@ -66,7 +65,7 @@ class Lock(LockBase, SyncContext):
         confirm, Redis went away, an interrupt), so no lock is left held by nobody-who-knows."""
         self._forget(owner)
         with contextlib.suppress(Exception):
-            run_script(self.client, RELEASE, self.keys, (token, self.name, now_ms(), self.base))
+            self._run(self.client, RELEASE, self.keys.releasing, self._release_args(token))
 
     def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands the lock over (pushed to our wake-up list), the
@@ -83,7 +82,7 @@ class Lock(LockBase, SyncContext):
     def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = wake_key(self._base, token)
+        wake = self._keys.wake(token)
         while True:
             remaining = deadline - time.monotonic()
             if remaining > 0:
@@ -96,15 +95,16 @@ class Lock(LockBase, SyncContext):
             if time.monotonic() >= deadline:
                 self._leave(client, token)
                 return None
-            reply = run_script(client, ACQUIRE, self._keys, self._args(token, True, True))
+            args = self._args(token, True, True)
+            reply = self._run(client, ACQUIRE, self._keys.acquiring(token), args)
             if type(reply) is int:
                 return reply
             pttl = reply[0]
 
     def _leave(self, client: Any, token: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        if run_script(client, GIVE_UP, self._keys[:2], (token, self._base)) >= 0:
-            run_script(client, RELEASE, self._keys, (token, self.name, now_ms(), self._base))
+        if run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)) >= 0:
+            self._run(client, RELEASE, self._keys.releasing, self._release_args(token))
 
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
@@ -117,12 +117,8 @@ class Lock(LockBase, SyncContext):
         hold = self._holds.get(self._owner(get_ident()))
         if hold is None:
             raise self._not_owned("extend")
-        reply = run_script(
-            self.client,
-            EXTEND,
-            (self.keys[0], self.keys[2]),
-            (hold.token, ttl_ms, self.name, now_ms()),
-        )
+        args = (hold.token, ttl_ms, self.name, now_ms())
+        reply = run_script(self.client, EXTEND, self.keys.extending, args)
         if not reply:
             if not hold.lost:
                 self.lost(hold, "extend")
@@ -156,7 +152,4 @@ class Lock(LockBase, SyncContext):
         if any, gets it at once. Returns whether a lock was held."""
         lock = cls(name, ttl=1, using=using)
         client = lock.client
-        reply = run_script(client, RELEASE, lock.keys, ("", lock.name, now_ms(), lock.base))
-        if reply in (1, 2):
-            logger.warning("Lock %r was force-released.", name)
-        return reply in (1, 2)
+        return lock._forced(lock._run(client, RELEASE, lock.keys.releasing, lock._release_args("")))

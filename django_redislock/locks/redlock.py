@@ -33,7 +33,7 @@ from ..redis.scripts import LuaScript
 from . import keys as _keys
 from .core import SyncContext, now_ms
 from .keys import held_by, lock_base, lock_keys
-from .scripts import ACQUIRE, EXTEND, RELEASE
+from .scripts import ACQUIRE, EXTEND, RELEASE, WAKE
 
 # Allowance for the nodes' clocks running faster than ours: a share of the TTL, plus 2 ms for
 # Redis's millisecond expiry granularity.
@@ -133,7 +133,13 @@ class Redlock(SyncContext):
         return replies
 
     def _release(self, token: str, to: Any = None) -> list[Any]:
-        return self._run(RELEASE, self.keys, (token, self.name, now_ms(), self.base), to)
+        replies = self._run(RELEASE, self.keys.releasing, (token, self.name, now_ms()), to)
+        # A plain Lock of the same name on a node may have had waiters: wake the one the node
+        # handed the lock to.
+        wake = [self.keys.waking(reply) for reply in replies]
+        if any(wake):
+            self._send([("EVAL", WAKE.source, 1, *w[0], *w[1]) if w else None for w in wake])
+        return [reply[0] if type(reply) is list else reply for reply in replies]
 
     @staticmethod
     def _end(ttl_ms: int, start: float) -> float:
@@ -158,8 +164,8 @@ class Redlock(SyncContext):
         give_up = time.monotonic() + timeout
         while True:
             token, start = f"{token_hex(8)}|", time.monotonic()
-            args = self._acquire_args(token, self.base, self.flags, 0, False)
-            replies = self._run(ACQUIRE, self.keys, args)
+            args = self._acquire_args(token, self.flags, 0, False)
+            replies = self._run(ACQUIRE, self.keys.acquiring(token), args)
             end, now = self._end(self.ttl_ms, start), time.monotonic()
             if sum(1 for r in replies if type(r) is int) >= self.quorum and end > now:
                 return self._acquired(owner, token, end)
@@ -222,7 +228,7 @@ class Redlock(SyncContext):
             raise self._not_owned("extend")
         start = time.monotonic()
         args = (hold[0], ttl_ms, self.name, now_ms())
-        replies = self._run(EXTEND, (self.keys[0], self.keys[2]), args)
+        replies = self._run(EXTEND, self.keys.extending, args)
         self._reachable(replies, "extend")
         end, now = self._end(ttl_ms, start), time.monotonic()
         if sum(1 for r in replies if r == 1) >= self.quorum and end > now:
