@@ -128,13 +128,10 @@ class AsyncLock(LockBase):
         # time (see ``blocking``), and nothing is acquired once it has passed.
         wake = self._keys.wake(token)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining > 0:
-                block = min(remaining, self._fallback_delay())
-                if pttl > 0:
-                    block = min(block, pttl / 1000 + 0.001)
+            block = self._block_for(deadline, pttl)
+            if block:
                 asked = _cancelling()
-                popped = await call(client, "BLPOP", wake, max(block, 0.0005))
+                popped = await call(client, "BLPOP", wake, block)
                 _cancelled_since(asked)
                 if popped is not None and time.monotonic() <= deadline:
                     return int(popped[1])

@@ -4,6 +4,7 @@ of script replies."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -108,6 +109,18 @@ class LockBase(LockCore):
     def _args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
         register_ms = self.registration_ms if register else 0
         return self._acquire_args(token, self._flags, register_ms, queued)
+
+    def _block_for(self, deadline: float, pttl: int) -> float:
+        """How long a waiter's next BLPOP blocks: until its jittered fallback re-check, the
+        holder's TTL or its ``deadline`` (monotonic), whichever comes first; 0 once that
+        passed."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return 0.0
+        block = min(remaining, self._fallback_delay())
+        if pttl > 0:
+            block = min(block, pttl / 1000 + 0.001)
+        return max(block, 0.0005)
 
     def _release_args(self, token: str) -> tuple[Any, ...]:
         return token, self.name, now_ms()

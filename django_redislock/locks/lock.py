@@ -84,12 +84,9 @@ class Lock(LockBase, SyncContext):
         # time (see ``blocking``), and nothing is acquired once it has passed.
         wake = self._keys.wake(token)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining > 0:
-                block = min(remaining, self._fallback_delay())
-                if pttl > 0:
-                    block = min(block, pttl / 1000 + 0.001)
-                popped = call(client, "BLPOP", wake, max(block, 0.0005))
+            block = self._block_for(deadline, pttl)
+            if block:
+                popped = call(client, "BLPOP", wake, block)
                 if popped is not None and time.monotonic() <= deadline:
                     return int(popped[1])
             if time.monotonic() >= deadline:

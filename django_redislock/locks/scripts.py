@@ -12,8 +12,7 @@ shard's indexes included, shares one hash tag and every script runs on Redis Clu
                              no sooner than its latest deadline.
     base f:<name>    string  the last fence handed out (never expires; see ``next_fence``)
     base w:<token>   list    a waiter's wake-up: whoever hands the lock to it pushes the fence
-                             there (with WAKE, after the script that handed it over: the
-                             waiter's token is not known to the caller before)
+                             there with WAKE (see below)
     base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN
     base names       zset    lock name -> 0, so ordered by name: prefix search by lex range
     base names:swept string  the expiry up to which ended locks left ``names`` (see SWEEP)
@@ -244,9 +243,8 @@ return -1
 """,
 )
 
-# Wakes the waiter a script handed the lock to (its reply names it): the fence goes to the
-# waiter's wake-up list, which lives no longer than the lock it was given. Run by the caller
-# of that script, as only its reply tells which waiter's key this is.
+# Wakes the waiter a script handed the lock to (its reply names it, so the caller runs this
+# after it): the fence goes to its wake-up list, which lives no longer than the lock it got.
 # KEYS[1] the waiter's wake-up list
 # ARGV[1] fence  ARGV[2] ttl ms
 # Reply: 1
