@@ -15,6 +15,7 @@ DEFAULTS: dict[str, Any] = {
     "LOCK_TTL": 15.0,
     "LOCK_TIMEOUT": 0.0,
     "LOCK_RETRY_DELAY": 0.1,
+    "LOCK_SHARDS": 16,
     "REDLOCK_NODES": [],
     "BUSY_STATUS": 409,
     "ON_REDIS_ERROR": "fail-closed",
@@ -73,6 +74,10 @@ class Conf:
     @property
     def LOCK_RETRY_DELAY(self) -> float:
         return float(self._get("LOCK_RETRY_DELAY"))
+
+    @property
+    def LOCK_SHARDS(self) -> int:
+        return int(self._get("LOCK_SHARDS"))
 
     @property
     def REDLOCK_NODES(self) -> list[str]:

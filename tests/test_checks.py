@@ -28,6 +28,7 @@ def test_valid_settings_pass(settings):
     assert ids(settings, {"LOCK_TIMEOUT": math.inf, "BUSY_STATUS": 429}) == []
     assert ids(settings, {"QUEUES": {"default": {"LEASE": 60}, "mail": {}}}) == []
     assert ids(settings, {"REDLOCK_NODES": ["default", "redis://a:1", "unix:///tmp/r.sock"]}) == []
+    assert ids(settings, {"LOCK_SHARDS": 1}) == ids(settings, {"LOCK_SHARDS": 16384}) == []
 
 
 @pytest.mark.parametrize(
@@ -69,6 +70,14 @@ def test_valid_settings_pass(settings):
         ({"SPIN_WAIT": -0.001}, ["django_redislock.E004"]),
         ({"SPIN_WAIT": 0.5}, ["django_redislock.E004"]),
         ({"SPIN_WAIT": math.inf}, ["django_redislock.E004"]),
+        ({"LOCK_SHARDS": "16"}, ["django_redislock.E003"]),
+        ({"LOCK_SHARDS": 4.0}, ["django_redislock.E003"]),
+        ({"LOCK_SHARDS": True}, ["django_redislock.E003"]),
+        ({"LOCK_SHARDS": None}, ["django_redislock.E003"]),
+        ({"LOCK_SHARDS": 0}, ["django_redislock.E004"]),
+        ({"LOCK_SHARDS": -2}, ["django_redislock.E004"]),
+        ({"LOCK_SHARDS": 16385}, ["django_redislock.E004"]),
+        ({"LOCK_SHARDS": 10**400}, ["django_redislock.E004"]),
     ],
 )
 def test_each_mistake_is_reported(settings, value, expected):
@@ -137,3 +146,10 @@ def test_values_at_the_bounds_pass(settings):
     settings.REDISLOCK = {"QUEUES": {"q": {"LEASE": 0.5}}}
     [error] = check_settings()
     assert "1 to a year" in error.hint  # every queue option's bounds, where they are read
+
+
+def test_lock_shards_errors_say_what_fits(settings):
+    settings.REDISLOCK = {"LOCK_SHARDS": 0}
+    (error,) = check_settings()
+    assert "LOCK_SHARDS" in error.msg
+    assert "a whole number >= 1 and <= 16384" in error.hint

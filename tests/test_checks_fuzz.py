@@ -47,6 +47,7 @@ VALID_KEYS = {
     ("LOCK_TIMEOUT", "int"),
     ("LOCK_TIMEOUT", "inf"),
     ("LOCK_RETRY_DELAY", "int"),
+    ("LOCK_SHARDS", "int"),
     ("REDLOCK_NODES", "empty list"),
 }
 VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -14,6 +15,9 @@ import pytest
 from django_redislock import Lock, get_redis
 from django_redislock.exceptions import LockNotOwned
 from django_redislock.fencing import fenced_update
+from django_redislock.locks.keys import parse_value
+from django_redislock.locks.scripts import RELEASE
+from django_redislock.redis.clients import run_script
 from tests.models import Account
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -179,3 +183,106 @@ def test_a_forked_child_does_not_inherit_its_parents_hold(real_backend, processe
         processes.start(try_in_child, lock, results)
         assert results.get(timeout=10) == (False, False)
         assert lock.owned()
+
+
+def hand_over_then_die(name: str, held: Any, go: Any) -> None:
+    """Hold the lock, then run the release script (it hands the lock to the waiter) and die
+    before waking that waiter, as a process killed between the two steps does."""
+    lock = Lock(name, ttl=30, fencing=True)
+    assert lock.acquire(0)
+    held.set()
+    assert go.wait(30)
+    value = parse_value(lock.client.get(lock.keys.lock))
+    assert value is not None
+    reply = run_script(lock.client, RELEASE, lock.keys.releasing, (value.token, name, 1))
+    os._exit(0 if isinstance(reply, list) else 3)  # 3: it was not handed over
+
+
+def test_a_waiter_finds_the_lock_handed_to_it_by_a_releaser_that_died_before_waking_it(
+    real_backend, processes, settings
+):
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 1.0}
+    held, go = processes.event(), processes.event()
+    releaser = processes.start(hand_over_then_die, "orphaned", held, go)
+    assert held.wait(10)
+    waiter = Lock("orphaned", ttl=30, fencing=True)
+    got: list[Any] = []
+
+    def wait() -> None:
+        if waiter.acquire(10):
+            got.append((time.monotonic(), waiter.fence, real_backend.client.get(waiter.keys.lock)))
+            waiter.release()
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not real_backend.client.hlen(waiter.keys.registrations):
+        assert time.monotonic() < deadline, "the waiter never queued"
+        time.sleep(0.005)
+    go.set()
+    released_at = time.monotonic()
+    releaser.join(10)
+    assert releaser.exitcode == 0, "the lock was not handed to the waiter"
+    thread.join(15)
+    assert got, "the waiter never got the lock"
+    at, fence, raw = got[0]
+    # Found at its next re-check (its retry delay, 1 s), long before the lock's TTL (30 s).
+    assert at - released_at < 1.0 + 2.0
+    value = parse_value(raw)
+    assert value is not None
+    assert fence == value.fence > 0  # the very hand-off the releaser made
+    keys = waiter.keys
+    assert not real_backend.client.exists(
+        keys.lock, keys.waiters, keys.registrations, keys.wake(value.token)
+    )
+
+
+def wait_forever(name: str) -> None:
+    Lock(name, ttl=30, fair=True).acquire(math.inf)
+
+
+def wait_and_report(name: str) -> None:
+    with Lock(name, ttl=5, fair=True, timeout=30):
+        get_redis().rpush("test:{registered}:got", "patient")
+
+
+def registrations(backend: Any, keys: Any, count: int) -> dict[bytes, int]:
+    """Wait until ``count`` waiters are registered; their deadlines (server ms) by token."""
+    deadline = time.monotonic() + 10
+    while backend.client.hlen(keys.registrations) < count:
+        assert time.monotonic() < deadline, f"{count} waiters never registered"
+        time.sleep(0.005)
+    found = backend.client.hgetall(keys.registrations).items()
+    return {token: int(value.split(b"|")[0]) for token, value in found}
+
+
+def test_a_dead_waiters_registration_is_dropped_when_met_and_nothing_of_it_is_left(
+    real_backend, processes
+):
+    holder = Lock("registered", ttl=30, fair=True)
+    assert holder.acquire(0)
+    keys = holder.keys
+    doomed = processes.start(wait_forever, "registered")
+    (dead,) = registrations(real_backend, keys, 1)
+    os.kill(doomed.pid, signal.SIGKILL)
+    doomed.join(5)
+    processes.start(wait_and_report, "registered")
+    # The hash expires no sooner than its latest deadline (the server's clock: this host's).
+    latest = max(registrations(real_backend, keys, 2).values())
+    assert real_backend.client.pttl(keys.registrations) >= latest - time.time() * 1000 - 50
+    time.sleep(holder.registration_ms / 1000 + 0.2)
+    # The dead waiter's deadline passed, but the live one keeps the hash: still listed.
+    deadlines = registrations(real_backend, keys, 2)
+    assert deadlines[dead] < time.time() * 1000 < max(deadlines.values())
+    holder.release()  # meets the dead waiter first: dropped; the live one gets the lock
+    deadline = time.monotonic() + 10
+    while not real_backend.client.lrange("test:{registered}:got", 0, -1):
+        assert time.monotonic() < deadline, "the live waiter never got the lock"
+        time.sleep(0.005)
+    assert dead not in real_backend.client.hgetall(keys.registrations)
+    deadline = time.monotonic() + 10
+    while real_backend.client.exists(keys.lock):  # the live waiter releases it
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    leftovers = (keys.waiters, keys.registrations, keys.wake(dead.decode()))
+    assert not real_backend.client.exists(*leftovers), "nothing of the dead waiter is left"

@@ -16,14 +16,18 @@ from .queues import check_queues, check_schedule
 from .values import Bounds, error, short
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
+# Redis Cluster's hash slots: more shards could not land on more masters.
+MAX_LOCK_SHARDS = 16384
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,64}$")
 
 
 def _number(key: str, bounds: Bounds) -> Callable[[Any], Iterable[Error]]:
+    kind = "a whole number" if bounds.whole else "a number of seconds"
+
     def check(value: Any) -> Iterable[Error]:
         if not bounds.is_number(value):
             yield error(
-                f"REDISLOCK['{key}'] must be a number of seconds, not {short(value)}.",
+                f"REDISLOCK['{key}'] must be {kind}, not {short(value)}.",
                 f"Set REDISLOCK['{key}'] to {bounds.describe()}, such as {DEFAULTS[key]!r}.",
                 3,
             )
@@ -122,6 +126,8 @@ VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
     "LOCK_TIMEOUT": _number("LOCK_TIMEOUT", Bounds(0, allow_inf=True)),
     # A waiter blocks on Redis for up to this long at a time: under 1 ms it only spins.
     "LOCK_RETRY_DELAY": _number("LOCK_RETRY_DELAY", Bounds(0.001, maximum=60)),
+    # One shard per Cluster hash slot at most; listing sweeps every shard.
+    "LOCK_SHARDS": _number("LOCK_SHARDS", Bounds(1, maximum=MAX_LOCK_SHARDS, whole=True)),
     "REDLOCK_NODES": _check_nodes,
     "BUSY_STATUS": _check_status,
     "ON_REDIS_ERROR": _check_on_error,

@@ -10,17 +10,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from secrets import token_hex
 from threading import current_thread, get_ident
 from types import TracebackType
 from typing import Any
 
-from ..exceptions import LockNotOwned
+from redis.exceptions import RedisError
+
+from ..exceptions import LockNotOwned, RedisUnavailable
 from ..redis.aio import call, get_async_redis, run_script
 from ..redis.clients import get_redis
+from ..redis.scripts import LuaScript
 from . import renewer as _renewer
-from .base import Hold, LockBase, now_ms
-from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
+from .base import Hold, LockBase
+from .core import now_ms
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, WAKE
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -76,8 +81,8 @@ class AsyncLock(LockBase):
             self._forget(owner)  # expired or taken over meanwhile: acquire afresh
         token = f"{token_hex(8)}|"
         try:
-            args = self._acquire_args(token, timeout > 0, False)
-            reply = await run_script(client, ACQUIRE, self._keys, args)
+            args = self._args(token, timeout > 0, False)
+            reply = await self._run_async(client, ACQUIRE, self._keys.acquiring(token), args)
             if type(reply) is not int:
                 reply = await self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
                 if reply is None:
@@ -98,34 +103,44 @@ class AsyncLock(LockBase):
 
     async def _abandon(self, client: Any, token: str) -> None:
         try:
-            await run_script(client, GIVE_UP, self._keys[:2], (token, self._base))
-            await run_script(client, RELEASE, self._keys, (token, self.name, now_ms(), self._base))
+            await run_script(client, GIVE_UP, self._keys.giving_up(token), (token,))
+            await self._run_async(client, RELEASE, self._keys.releasing, self._release_args(token))
         except Exception:
             logger.warning("Could not clean up an abandoned acquire of lock %r", self.name)
+
+    async def _run_async(
+        self, client: Any, script: LuaScript, keys: Sequence[str], args: Any
+    ) -> Any:
+        """``LockBase._run`` over the asyncio ``client``."""
+        reply = await run_script(client, script, keys, args)
+        wake = self._keys.waking(reply)
+        if wake is not None:
+            try:
+                await run_script(client, WAKE, *wake)
+            except (RedisError, RedisUnavailable) as exc:
+                self._wake_failed(exc)
+        return reply
 
     async def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands the lock over, the holder's TTL runs out, or
         the deadline (monotonic) passes. Returns the fence, or None."""
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = f"{self._base}w:{token}"
+        wake = self._keys.wake(token)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining > 0:
-                block = min(remaining, self._fallback_delay())
-                if pttl > 0:
-                    block = min(block, pttl / 1000 + 0.001)
+            block = self._block_for(deadline, pttl)
+            if block:
                 asked = _cancelling()
-                popped = await call(client, "BLPOP", wake, max(block, 0.0005))
+                popped = await call(client, "BLPOP", wake, block)
                 _cancelled_since(asked)
                 if popped is not None and time.monotonic() <= deadline:
                     return int(popped[1])
             if time.monotonic() >= deadline:
                 await self._leave(client, token)
                 return None
-            args = self._acquire_args(token, True, True)
+            args = self._args(token, True, True)
             asked = _cancelling()
-            reply = await run_script(client, ACQUIRE, self._keys, args)
+            reply = await self._run_async(client, ACQUIRE, self._keys.acquiring(token), args)
             _cancelled_since(asked)
             if type(reply) is int:
                 return reply
@@ -133,17 +148,18 @@ class AsyncLock(LockBase):
 
     async def _leave(self, client: Any, token: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        if await run_script(client, GIVE_UP, self._keys[:2], (token, self._base)) >= 0:
-            args = (token, self.name, now_ms(), self._base)
-            await run_script(client, RELEASE, self._keys, args)
+        if await run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)) >= 0:
+            await self._run_async(client, RELEASE, self._keys.releasing, self._release_args(token))
 
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does
         not hold it any more. Runs to its end even if the calling task is cancelled."""
         hold = self._begin_release(self._owner(_task()))
         if hold is not None:
-            args = (hold.token, self.name, now_ms(), self._base)
-            reply = await asyncio.shield(run_script(self.client, RELEASE, self._keys, args))
+            args = self._release_args(hold.token)
+            reply = await asyncio.shield(
+                self._run_async(self.client, RELEASE, self._keys.releasing, args)
+            )
             self._end_release(hold, reply)
 
     async def extend(self, ttl: float | None = None) -> None:
@@ -154,7 +170,7 @@ class AsyncLock(LockBase):
             raise self._not_owned("extend")
         client = self.client
         args = (hold.token, ttl_ms, self.name, now_ms())
-        if not await run_script(client, EXTEND, (self._keys[0], self._keys[2]), args):
+        if not await run_script(client, EXTEND, self._keys.extending, args):
             if not hold.lost:
                 self.lost(hold, "extend")
             raise self._not_owned("extend")
@@ -189,11 +205,8 @@ class AsyncLock(LockBase):
         """Free lock ``name`` whoever holds it; the next waiter, if any, gets it at once."""
         lock = cls(name, ttl=1, using=using)
         client = lock.client
-        args = ("", lock.name, now_ms(), lock._base)
-        reply = await run_script(client, RELEASE, lock._keys, args)
-        if reply in (1, 2):
-            logger.warning("Lock %r was force-released.", name)
-        return reply in (1, 2)
+        args = lock._release_args("")
+        return lock._forced(await lock._run_async(client, RELEASE, lock._keys.releasing, args))
 
     async def __aenter__(self) -> AsyncLock:
         if not await self.acquire():

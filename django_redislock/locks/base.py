@@ -1,27 +1,23 @@
-"""What the sync and asyncio locks share: options, validation, key layout, owner state and
-the reading of script replies. No I/O here."""
+"""What the sync and asyncio locks share: options, key layout, owner state and the reading
+of script replies."""
 
 from __future__ import annotations
 
 import logging
-import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from ..conf import conf
-from ..exceptions import (
-    LockError,
-    LockNotOwned,
-    LockTimeout,
-    RedisUnavailable,
-    ReplicasNotConfirmed,
-)
+from redis.exceptions import RedisError
+
+from ..exceptions import LockError, RedisUnavailable, ReplicasNotConfirmed
 from ..redis.clients import UNAVAILABLE, is_cluster, run_script
-from ..signals import lock_acquired, lock_busy, lock_lost, lock_released
+from ..redis.scripts import LuaScript
 from . import keys as _keys
 from . import renewer as _renewer
-from .keys import lock_base, lock_keys, shard_count, validate_name, validate_seconds
-from .scripts import EXTEND, RELEASE
+from .core import LockCore, now_ms
+from .keys import LockKeys, held_by, lock_base, lock_keys, shard_count
+from .scripts import EXTEND, RELEASE, WAKE
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -44,16 +40,8 @@ class Hold:
 _reentrant_holds: dict[tuple[Any, ...], Hold] = {}
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _decode(value: Any) -> Any:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-class LockBase:
-    """Options, validation and key layout shared by the sync and asyncio locks."""
+class LockBase(LockCore):
+    """Options, key layout and owner state shared by the sync and asyncio locks."""
 
     def __init__(
         self,
@@ -68,16 +56,7 @@ class LockBase:
         wait_replicas: int = 0,
         using: str | None = None,
     ) -> None:
-        self.name = validate_name(name)
-        self.lock_ttl = validate_seconds(
-            conf.LOCK_TTL if ttl is None else ttl, "ttl", allow_zero=False, allow_inf=False
-        )
-        self.timeout = validate_seconds(
-            conf.LOCK_TIMEOUT if timeout is None else timeout,
-            "timeout",
-            allow_zero=True,
-            allow_inf=True,
-        )
+        super().__init__(name, ttl, timeout)
         if not isinstance(wait_replicas, int) or isinstance(wait_replicas, bool):
             raise TypeError(f"wait_replicas must be an int, not {type(wait_replicas).__name__}.")
         if wait_replicas < 0:
@@ -88,17 +67,12 @@ class LockBase:
         self.fencing = bool(fencing)
         self.wait_replicas = wait_replicas
         self.using = using
-        self.ttl_ms = max(1, round(self.lock_ttl * 1000))
-        self.retry_delay = conf.LOCK_RETRY_DELAY
         # A waiter's registration outlives several of its fallback re-checks; a waiter that
         # dies drops out of the queue when it lapses.
         self.registration_ms = max(500, int(self.retry_delay * 5000))
         self._flags = ("1" if self.fair else "0", "1" if self.fencing else "0")
         self._holds: dict[tuple[Any, ...], Hold] = _reentrant_holds if self.reentrant else {}
         self._client: Any = None
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r} ttl={self.lock_ttl}>"
 
     def _setup(self, client: Any) -> None:
         self._base = lock_base(self.name, shard_count(client))
@@ -127,30 +101,54 @@ class LockBase:
         return self._base
 
     @property
-    def keys(self) -> tuple[str, str, str, str]:
-        """(lock, waiters, index, fence) keys."""
+    def keys(self) -> LockKeys:
         if self._client is None:
             self._setup(self._connect())
         return self._keys
 
-    def _acquire_args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
-        return (
-            token, _keys.OWNER, self.ttl_ms, self.name, now_ms(), *self._flags,
-            self.registration_ms if register else 0, self._base, "1" if queued else "0",
+    def _args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
+        register_ms = self.registration_ms if register else 0
+        return self._acquire_args(token, self._flags, register_ms, queued)
+
+    def _block_for(self, deadline: float, pttl: int) -> float:
+        """How long a waiter's next BLPOP blocks: until its jittered fallback re-check, the
+        holder's TTL or its ``deadline`` (monotonic), whichever comes first; 0 once that
+        passed."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return 0.0
+        block = min(remaining, self._fallback_delay())
+        if pttl > 0:
+            block = min(block, pttl / 1000 + 0.001)
+        return max(block, 0.0005)
+
+    def _release_args(self, token: str) -> tuple[Any, ...]:
+        return token, self.name, now_ms()
+
+    def _forced(self, reply: Any) -> bool:
+        """Whether a force release (``RELEASE`` with no token) freed a held lock."""
+        if (reply[0] if type(reply) is list else reply) not in (1, 2):
+            return False
+        logger.warning("Lock %r was force-released.", self.name)
+        return True
+
+    def _wake_failed(self, exc: Exception) -> None:
+        logger.warning(
+            "Could not wake the waiter lock %r was handed to (%s); it finds the lock at its "
+            "next re-check.", self.name, exc,
         )  # fmt: skip
 
-    def _ttl_ms_of(self, ttl: float | None) -> int:
-        if ttl is None:
-            return self.ttl_ms
-        return max(1, round(validate_seconds(ttl, "ttl", allow_zero=False, allow_inf=False) * 1000))
-
-    def _validate_timeout(self, timeout: float | None) -> float:
-        if timeout is None:
-            return self.timeout
-        return validate_seconds(timeout, "timeout", allow_zero=True, allow_inf=True)
-
-    def _fallback_delay(self) -> float:
-        return random.uniform(self.retry_delay / 2, self.retry_delay)
+    def _run(self, client: Any, script: LuaScript, keys: Sequence[str], args: Any) -> Any:
+        """Run ``script`` over the sync ``client``, then wake the waiter it handed the lock
+        to, if any. Returns the script's reply."""
+        reply = run_script(client, script, keys, args)
+        wake = self._keys.waking(reply)
+        if wake is not None:
+            try:
+                run_script(client, WAKE, *wake)
+            except (RedisError, RedisUnavailable) as exc:
+                self._wake_failed(exc)
+        return reply
 
     def _owner(self, task: Any) -> tuple[Any, ...]:
         if self.reentrant:
@@ -173,45 +171,18 @@ class LockBase:
         hold.count += 1
         return True
 
-    def _not_owned(self, action: str) -> LockNotOwned:
-        return LockNotOwned(
-            f"Cannot {action} lock {self.name!r}: this owner does not hold it (any more).",
-            self.name,
-        )
-
     def _acquired(self, owner: tuple[Any, ...], token: str, fence: int) -> Hold:
         hold = self._holds[owner] = Hold(token, fence)
-        if lock_acquired.receivers:
-            lock_acquired.send(type(self), lock=self, name=self.name, fence=fence or None)
+        self._signal_acquired(fence or None)
         return hold
-
-    def _busy(self, timeout: float) -> None:
-        if lock_busy.receivers:
-            lock_busy.send(type(self), lock=self, name=self.name, timeout=timeout)
-
-    def _released(self) -> None:
-        if lock_released.receivers:
-            lock_released.send(type(self), lock=self, name=self.name)
 
     def lost(self, hold: Hold, where: str) -> None:
         """Report that ``hold`` turned out to be lost (TTL ran out, or taken over)."""
         hold.lost = True
-        logger.error(
-            "Lock %r was lost (found by %s): its TTL ran out or it was force-released.",
-            self.name,
-            where,
-        )
-        for receiver, error in lock_lost.send_robust(type(self), lock=self, name=self.name):
-            if error is not None:
-                logger.error("lock_lost receiver %r failed: %r", receiver, error)
+        self._report_lost(where)
 
     def _owns_value(self, hold: Hold | None, value: Any) -> bool:
-        return (
-            hold is not None
-            and not hold.lost
-            and value is not None
-            and _decode(value).startswith(hold.token)
-        )
+        return hold is not None and not hold.lost and held_by(value, hold.token)
 
     def confirm_replicas(self, hold: Hold) -> None:
         """Wait until ``wait_replicas`` replicas have the lock, else raise (the caller then
@@ -223,7 +194,7 @@ class LockBase:
             client = client.get_redis_connection(client.get_node_from_key(self.keys[0]))
         pipe = client.pipeline(transaction=False)
         pipe.execute_command(
-            "EVAL", EXTEND.source, 2, self.keys[0], self.keys[2],
+            "EVAL", EXTEND.source, 3, *self.keys.extending,
             hold.token, self.ttl_ms, self.name, now_ms(),
         )  # fmt: skip
         pipe.execute_command("WAIT", self.wait_replicas, max(1, min(self.ttl_ms // 3, 2000)))
@@ -263,8 +234,7 @@ class LockBase:
         happen on another thread than the view's."""
         hold = self._begin_release(owner)
         if hold is not None:
-            args = (hold.token, self.name, now_ms(), self.base)
-            self._end_release(hold, run_script(self.renew_client, RELEASE, self.keys, args))
-
-    def _timeout_error(self, timeout: float) -> LockTimeout:
-        return LockTimeout(f"Lock {self.name!r} was not acquired within {timeout}s.", self.name)
+            reply = self._run(
+                self.renew_client, RELEASE, self.keys.releasing, self._release_args(hold.token)
+            )
+            self._end_release(hold, reply)

@@ -1,4 +1,6 @@
-"""Lock names, their validation, and the Redis key layout of a lock (see ``scripts``)."""
+"""Lock names and their validation, the Redis key layout of a lock and its shard, and the
+codec of a lock's value (see ``scripts`` for what each key holds). Nothing else in the
+package builds a lock's key or reads its value."""
 
 from __future__ import annotations
 
@@ -6,12 +8,11 @@ import math
 import os
 import socket
 import zlib
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..conf import conf
 
 MAX_NAME_LENGTH = 200
-CLUSTER_SHARDS = 16
 
 
 def validate_name(name: Any) -> str:
@@ -48,9 +49,11 @@ def validate_seconds(value: Any, argument: str, *, allow_zero: bool, allow_inf: 
 
 
 def shard_count(client: Any) -> int:
+    """How many shards (hash tags) locks are spread over: ``LOCK_SHARDS`` on Cluster, so
+    that they can use that many masters; one elsewhere."""
     from ..redis.clients import is_cluster
 
-    return CLUSTER_SHARDS if is_cluster(client) else 1
+    return conf.LOCK_SHARDS if is_cluster(client) else 1
 
 
 def shard_base(shard: int) -> str:
@@ -62,15 +65,96 @@ def lock_base(name: str, shards: int) -> str:
     return shard_base(shard)
 
 
-def index_keys(base: str) -> tuple[str, str, str]:
-    """(index, names, names:swept) keys of a shard: its locks by expiry, by name, and how far
-    ended locks were swept from the names (see ``scripts``)."""
-    return f"{base}index", f"{base}names", f"{base}names:swept"
+class ShardKeys(NamedTuple):
+    """A shard's indexes: its locks by expiry, by name, and how far ended locks were swept
+    from the names."""
+
+    expiries: str
+    names: str
+    swept: str
 
 
-def lock_keys(base: str, name: str) -> tuple[str, str, str, str]:
-    """(lock, waiters, index, fence) keys of lock ``name``."""
-    return f"{base}l:{name}", f"{base}q:{name}", f"{base}index", f"{base}f:{name}"
+class LockKeys(NamedTuple):
+    """A lock's keys, with its shard's indexes, and which of them each script takes."""
+
+    lock: str
+    waiters: str
+    expiries: str
+    fence: str
+    names: str
+    registrations: str
+    base: str
+
+    def wake(self, token: str) -> str:
+        """The list waiter ``token`` blocks on: a hand-off to it pushes the fence there."""
+        return f"{self.base}w:{token}"
+
+    def acquiring(self, token: str) -> tuple[str, ...]:
+        return (*self[:6], f"{self.lock}:corrupt", self.wake(token))
+
+    @property
+    def releasing(self) -> tuple[str, ...]:
+        return self[:6]
+
+    @property
+    def extending(self) -> tuple[str, str, str]:
+        return self.lock, self.expiries, self.names
+
+    def giving_up(self, token: str) -> tuple[str, ...]:
+        return self.lock, self.waiters, self.registrations, self.wake(token)
+
+    def waking(self, reply: Any) -> tuple[tuple[str], tuple[Any, Any]] | None:
+        """KEYS and ARGV of ``WAKE`` for the waiter a script's ``reply`` says it handed the
+        lock to, or None when it did not."""
+        if type(reply) is not list or len(reply) != 4:
+            return None
+        _, token, fence, ttl = reply
+        return (self.wake(text(token)),), (fence, ttl)
+
+
+def index_keys(base: str) -> ShardKeys:
+    return ShardKeys(f"{base}index", f"{base}names", f"{base}names:swept")
+
+
+def lock_keys(base: str, name: str) -> LockKeys:
+    shard = index_keys(base)
+    return LockKeys(
+        f"{base}l:{name}", f"{base}q:{name}", shard.expiries, f"{base}f:{name}", shard.names,
+        f"{base}a:{name}", base,
+    )  # fmt: skip
+
+
+class LockValue(NamedTuple):
+    """A lock's value, ``<token>|<acquired ms>|<fence>|<pid>|<host>`` (written by the scripts;
+    ``token`` keeps its trailing ``|``, as the scripts take it)."""
+
+    token: str
+    acquired_ms: int
+    fence: int
+    pid: int
+    host: str
+
+
+def text(value: Any) -> str:
+    """A reply (a lock value, a name) as str."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def parse_value(value: Any) -> LockValue | None:
+    """The lock value ``value`` (bytes or str), or None when it is missing or not ours."""
+    if value is None:
+        return None
+    try:
+        token, acquired_ms, fence, pid, host = text(value).split("|", 4)
+        return LockValue(f"{token}|", int(acquired_ms), int(fence), int(pid), host)
+    except ValueError:
+        return None
+
+
+def held_by(value: Any, token: str) -> bool:
+    """Whether lock value ``value`` is held by ``token``."""
+    parsed = parse_value(value)
+    return parsed is not None and parsed.token == token
 
 
 def _owner_ident() -> str:

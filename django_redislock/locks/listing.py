@@ -5,26 +5,30 @@ All locks are listed from the expiry index, soonest to expire first; a prefix se
 the name index (a lex range), in name order. Each listing first sweeps (``SWEEP``): locks
 that ended without a release leave the name index, so a prefix's count is exact, except for
 a lock indexed as expiring before the last sweep (its host's clock runs behind the admin's),
-counted but not shown until its entry goes stale; and for a name whose lock was released by
-a process still running the code from before the name index (a rolling upgrade), counted
-until a page shows (and drops) it. Locks taken before the upgrade are added to the name
-index by the first prefix search (one pass over the expiry index), or by their next extend.
+counted but not shown until its entry goes stale.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from ..exceptions import RedisUnavailable
-from ..redis.clients import UNAVAILABLE, get_redis, run_script
-from .keys import index_keys, lock_base, lock_keys, shard_base, shard_count, validate_name
-from .scripts import SWEEP, SYNC_NAMES
-
-logger = logging.getLogger(__name__)
+from ..redis.clients import UNAVAILABLE, get_redis
+from .keys import (
+    LockValue,
+    index_keys,
+    lock_base,
+    lock_keys,
+    parse_value,
+    shard_base,
+    shard_count,
+    text,
+    validate_name,
+)
+from .scripts import SWEEP
 
 # Index entries whose expiry passed this long ago are deleted. The margin keeps an entry
 # whose writer's clock ran a little behind until its lock has surely expired.
@@ -33,7 +37,6 @@ STALE_MARGIN_MS = 60_000
 # of locks that ended unreleased since the last listing) is left to the next listings.
 SWEEP_BATCH = 5000
 SWEEP_CALLS = 20
-SYNC_BATCH = 1000
 # Past this offset, a page merged from several shards (Redis Cluster) starts where counting
 # finds it, instead of reading every shard from its first entry.
 DEEP_OFFSET = 500
@@ -63,10 +66,6 @@ class LockPage(NamedTuple):
 Entry = tuple[Any, str, str]
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def list_locks(
     prefix: str = "", *, offset: int = 0, limit: int = 50, using: str | None = None
 ) -> LockPage:
@@ -94,7 +93,7 @@ def describe_lock(name: str, *, using: str | None = None) -> LockInfo | None:
 def _list(client: Any, prefix: str, offset: int, limit: int) -> LockPage:
     bases = [shard_base(s) for s in range(shard_count(client))]
     now = int(time.time() * 1000)
-    live, expired = _sweep(client, bases, now, bool(prefix))
+    live, expired = _sweep(client, bases, now)
     if prefix:
         return _by_name(client, bases, prefix, offset, limit, now)
     candidates: list[Entry] = []
@@ -110,10 +109,9 @@ def _eval(pipe: Any, script: Any, keys: tuple[str, ...], *args: Any) -> None:
     pipe.execute_command("EVAL", script.source, len(keys), *keys, *args)
 
 
-def _sweep(client: Any, bases: list[str], now: int, names: bool) -> tuple[int, int]:
-    """Sweep every shard's indexes; with ``names``, also fill a shard's name index when locks
-    predate it. Returns the number of live locks, and of entries expired but still indexed
-    (the rank of the first live lock, on one shard)."""
+def _sweep(client: Any, bases: list[str], now: int) -> tuple[int, int]:
+    """Sweep every shard's indexes. Returns the number of live locks, and of entries expired
+    but still indexed (the rank of the first live lock, on one shard)."""
     live: dict[str, tuple[int, int]] = {}
     pending = bases
     for _ in range(SWEEP_CALLS):
@@ -123,32 +121,12 @@ def _sweep(client: Any, bases: list[str], now: int, names: bool) -> tuple[int, i
         again = []
         for base, (count, state, expired) in zip(pending, pipe.execute(), strict=True):
             live[base] = int(count), int(expired)
-            if state == -1 and names:
-                _fill_names(client, base, now)
-            if state == 0 or (state == -1 and names):
+            if state == 0:
                 again.append(base)
         pending = again
         if not pending:
             break
     return sum(n for n, _ in live.values()), sum(n for _, n in live.values())
-
-
-def _fill_names(client: Any, base: str, now: int) -> None:
-    """Add to a shard's name index the live locks it lacks: one pass over its expiry index,
-    needed once, for locks taken before the name index existed."""
-    index, names, swept = index_keys(base)
-    batch: list[Any] = []
-    added = 0
-    for name, expiry in client.zscan_iter(index, count=SYNC_BATCH):
-        if expiry >= now:
-            batch.append(name)
-        if len(batch) == SYNC_BATCH:
-            added += run_script(client, SYNC_NAMES, (index, names), (now, *batch))
-            batch = []
-    if batch:
-        added += run_script(client, SYNC_NAMES, (index, names), (now, *batch))
-    client.set(swept, "-inf", nx=True)
-    logger.info("Added %d lock(s) taken before it to the name index of %s.", added, base)
 
 
 def _around(
@@ -159,14 +137,16 @@ def _around(
     pipe = client.pipeline(transaction=False)
     if len(bases) == 1:  # by rank: O(log n), at any offset
         first = expired + offset
-        pipe.zrange(f"{bases[0]}index", first, first + limit - 1, withscores=True)
+        pipe.zrange(index_keys(bases[0]).expiries, first, first + limit - 1, withscores=True)
         skip = 0
     else:  # the merge needs each shard's entries from ``start`` on, up to skip + limit
         start, skip = _seek(client, bases, now, offset) if offset > DEEP_OFFSET else (now, offset)
         for base in bases:
-            pipe.zrangebyscore(f"{base}index", start, "+inf", 0, skip + limit, withscores=True)
+            pipe.zrangebyscore(
+                index_keys(base).expiries, start, "+inf", 0, skip + limit, withscores=True
+            )
     candidates = [
-        (score, _text(name), base)
+        (score, text(name), base)
         for base, entries in zip(bases, pipe.execute(), strict=True)
         for name, score in entries
     ]
@@ -181,12 +161,12 @@ def _seek(client: Any, bases: list[str], now: int, offset: int) -> tuple[int, in
     def before(ms: int) -> int:  # entries expiring in [now, ms)
         pipe = client.pipeline(transaction=False)
         for base in bases:
-            pipe.zcount(f"{base}index", now, f"({ms}")
+            pipe.zcount(index_keys(base).expiries, now, f"({ms}")
         return int(sum(pipe.execute()))
 
     pipe = client.pipeline(transaction=False)
     for base in bases:
-        pipe.zrange(f"{base}index", -1, -1, withscores=True)
+        pipe.zrange(index_keys(base).expiries, -1, -1, withscores=True)
     lo, hi, below = now, max([int(e[0][1]) for e in pipe.execute() if e], default=now) + 1, 0
     while hi - lo > 1:  # before(lo) <= offset < before(hi)
         mid = (lo + hi) // 2
@@ -218,7 +198,7 @@ def _by_name(
     low, high = b"[" + raw, b"(" + raw + b"\xff"
     pipe = client.pipeline(transaction=False)
     for base in bases:
-        names = index_keys(base)[1]
+        names = index_keys(base).names
         pipe.zlexcount(names, "-", b"(" + raw)
         pipe.zlexcount(names, low, high)
     counts = pipe.execute()
@@ -235,10 +215,10 @@ def _by_name(
     read = [(s, start) for s, start in zip(shards, starts, strict=True) if start < s.size]
     pipe = client.pipeline(transaction=False)
     for shard, start in read:  # (ZRANGE's end must not go below its start: -1 means the last)
-        pipe.zrange(index_keys(shard.base)[1], shard.first + start,
+        pipe.zrange(index_keys(shard.base).names, shard.first + start,
                     shard.first + min(shard.size, start + skip + limit) - 1)  # fmt: skip
     merged = sorted(
-        (_text(name), shard.base) for (shard, _), names in zip(read, pipe.execute(), strict=True)
+        (text(name), shard.base) for (shard, _), names in zip(read, pipe.execute(), strict=True)
         for name in names
     )  # fmt: skip
     page = [(name, name, base) for name, base in merged[skip : skip + limit]]
@@ -260,14 +240,14 @@ def _seek_name(
         if hi[j] <= lo[j]:
             break  # only when the index changed meanwhile
         mid = (lo[j] + hi[j]) // 2
-        found = client.zrange(index_keys(shards[j].base)[1], shards[j].first + mid,
+        found = client.zrange(index_keys(shards[j].base).names, shards[j].first + mid,
                               shards[j].first + mid)  # fmt: skip
         if not found:
             break  # the index shrank meanwhile
         pivot = found[0] if isinstance(found[0], bytes) else found[0].encode()
         pipe = client.pipeline(transaction=False)
         for shard in shards:
-            pipe.zlexcount(index_keys(shard.base)[1], low, b"[" + pivot)
+            pipe.zlexcount(index_keys(shard.base).names, low, b"[" + pivot)
         upto = [min(int(c), s.size) for c, s in zip(pipe.execute(), shards, strict=True)]
         before = sum(upto) - 1  # matches before the pivot, in all shards
         if before < offset:
@@ -292,37 +272,31 @@ def _describe(client: Any, page: list[Entry], live_from: int | None = None) -> l
     per = 3 if live_from is None else 4
     pipe = client.pipeline(transaction=False)
     for _, name, base in page:
-        lock, waiters, index, _ = lock_keys(base, name)
-        pipe.get(lock)
-        pipe.pttl(lock)
-        pipe.zcard(waiters)
+        keys = lock_keys(base, name)
+        pipe.get(keys.lock)
+        pipe.pttl(keys.lock)
+        pipe.zcard(keys.waiters)
         if live_from is not None:
-            pipe.zscore(index, name)
+            pipe.zscore(keys.expiries, name)
     replies = pipe.execute(raise_on_error=False)
     infos = []
-    for i, (_, name, base) in enumerate(page):
+    unreadable = LockValue("", 0, 0, 0, "(unreadable lock value)")
+    for i, (_, name, _base) in enumerate(page):
         value, pttl, queued, *expiry = [
             None if isinstance(r, Exception) else r for r in replies[per * i : per * i + per]
         ]  # a key of the wrong type reads as missing; its TTL ends it
-        if expiry and expiry[0] is None:  # a name without an expiry entry: drop it
-            index, names, _ = index_keys(base)
-            run_script(client, SYNC_NAMES, (index, names), (live_from, name))
         if value is None or (expiry and (expiry[0] is None or expiry[0] < live_from)):
             continue  # ended since it was indexed
-        try:
-            _token, acquired_ms, fence, pid, host = _text(value).split("|", 4)
-            owner = (host, int(pid), int(acquired_ms), int(fence) or None)
-        except ValueError:  # not a lock value of ours: shown, not fatal to the page
-            owner = ("(unreadable lock value)", 0, 0, None)
-        host, pid_number, acquired, fence_number = owner
+        # A value that is not a lock value of ours is shown, not fatal to the page.
+        held = parse_value(value) or unreadable
         infos.append(
             LockInfo(
                 name=name,
-                host=host,
-                pid=pid_number,
-                acquired_at=datetime.fromtimestamp(acquired / 1000, tz=timezone.utc),
+                host=held.host,
+                pid=held.pid,
+                acquired_at=datetime.fromtimestamp(held.acquired_ms / 1000, tz=timezone.utc),
                 ttl=max(pttl or 0, 0) / 1000,
-                fence=fence_number,
+                fence=held.fence or None,
                 waiters=int(queued or 0),
             )
         )

@@ -7,19 +7,18 @@ import logging
 import time
 from secrets import token_hex
 from threading import current_thread, get_ident
-from types import TracebackType
 from typing import Any
 
-from ..exceptions import LockNotOwned
 from ..redis.clients import call, get_redis, run_script
 from . import renewer as _renewer
-from .base import LockBase, now_ms
+from .base import LockBase
+from .core import SyncContext, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 
 logger = logging.getLogger(__name__)
 
 
-class Lock(LockBase):
+class Lock(LockBase, SyncContext):
     """A distributed lock. ``with Lock("name"):`` acquires (or raises LockTimeout) and
     releases on exit. See the README for every option."""
 
@@ -43,8 +42,8 @@ class Lock(LockBase):
                 return self._reenter(owner, hold)
             self._forget(owner)  # expired or taken over meanwhile: acquire afresh
         token = f"{token_hex(8)}|"
-        args = self._acquire_args(token, timeout > 0, False)
-        reply = run_script(client, ACQUIRE, self._keys, args)
+        args = self._args(token, timeout > 0, False)
+        reply = self._run(client, ACQUIRE, self._keys.acquiring(token), args)
         if type(reply) is not int:
             reply = self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
             if reply is None:
@@ -66,7 +65,7 @@ class Lock(LockBase):
         confirm, Redis went away, an interrupt), so no lock is left held by nobody-who-knows."""
         self._forget(owner)
         with contextlib.suppress(Exception):
-            run_script(self.client, RELEASE, self.keys, (token, self.name, now_ms(), self.base))
+            self._run(self.client, RELEASE, self.keys.releasing, self._release_args(token))
 
     def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands the lock over (pushed to our wake-up list), the
@@ -83,28 +82,26 @@ class Lock(LockBase):
     def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = f"{self._base}w:{token}"
+        wake = self._keys.wake(token)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining > 0:
-                block = min(remaining, self._fallback_delay())
-                if pttl > 0:
-                    block = min(block, pttl / 1000 + 0.001)
-                popped = call(client, "BLPOP", wake, max(block, 0.0005))
+            block = self._block_for(deadline, pttl)
+            if block:
+                popped = call(client, "BLPOP", wake, block)
                 if popped is not None and time.monotonic() <= deadline:
                     return int(popped[1])
             if time.monotonic() >= deadline:
                 self._leave(client, token)
                 return None
-            reply = run_script(client, ACQUIRE, self._keys, self._acquire_args(token, True, True))
+            args = self._args(token, True, True)
+            reply = self._run(client, ACQUIRE, self._keys.acquiring(token), args)
             if type(reply) is int:
                 return reply
             pttl = reply[0]
 
     def _leave(self, client: Any, token: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        if run_script(client, GIVE_UP, self._keys[:2], (token, self._base)) >= 0:
-            run_script(client, RELEASE, self._keys, (token, self.name, now_ms(), self._base))
+        if run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)) >= 0:
+            self._run(client, RELEASE, self._keys.releasing, self._release_args(token))
 
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
@@ -117,12 +114,8 @@ class Lock(LockBase):
         hold = self._holds.get(self._owner(get_ident()))
         if hold is None:
             raise self._not_owned("extend")
-        reply = run_script(
-            self.client,
-            EXTEND,
-            (self.keys[0], self.keys[2]),
-            (hold.token, ttl_ms, self.name, now_ms()),
-        )
+        args = (hold.token, ttl_ms, self.name, now_ms())
+        reply = run_script(self.client, EXTEND, self.keys.extending, args)
         if not reply:
             if not hold.lost:
                 self.lost(hold, "extend")
@@ -156,25 +149,4 @@ class Lock(LockBase):
         if any, gets it at once. Returns whether a lock was held."""
         lock = cls(name, ttl=1, using=using)
         client = lock.client
-        reply = run_script(client, RELEASE, lock.keys, ("", lock.name, now_ms(), lock.base))
-        if reply in (1, 2):
-            logger.warning("Lock %r was force-released.", name)
-        return reply in (1, 2)
-
-    def __enter__(self) -> Lock:
-        if not self.acquire():
-            raise self._timeout_error(self.timeout)
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self.release()
-        except LockNotOwned:
-            if exc is None:
-                raise
-            # Keep the body's own exception; the loss was logged and signalled.
+        return lock._forced(lock._run(client, RELEASE, lock.keys.releasing, lock._release_args("")))

@@ -15,13 +15,10 @@ service for the longest lock TTL before it rejoins.
 
 from __future__ import annotations
 
-import logging
-import random
 import time
 from collections.abc import Sequence
 from secrets import token_hex
 from threading import get_ident
-from types import TracebackType
 from typing import Any
 
 from django.conf import settings
@@ -29,16 +26,14 @@ from django.core.exceptions import ImproperlyConfigured
 from redis.exceptions import NoScriptError
 
 from ..conf import conf
-from ..exceptions import LockError, LockNotOwned, LockTimeout, RedisUnavailable
+from ..exceptions import LockError, LockNotOwned, RedisUnavailable
 from ..redis.clients import URL_SCHEMES
 from ..redis.nodes import UNREACHABLE, fan_out, node_client
 from ..redis.scripts import LuaScript
-from ..signals import lock_acquired, lock_busy, lock_lost, lock_released
 from . import keys as _keys
-from .keys import lock_base, lock_keys, validate_name, validate_seconds
-from .scripts import ACQUIRE, EXTEND, RELEASE
-
-logger = logging.getLogger(__name__)
+from .core import SyncContext, now_ms
+from .keys import held_by, lock_base, lock_keys
+from .scripts import ACQUIRE, EXTEND, RELEASE, WAKE
 
 # Allowance for the nodes' clocks running faster than ours: a share of the TTL, plus 2 ms for
 # Redis's millisecond expiry granularity.
@@ -73,31 +68,18 @@ def _nodes_of(nodes: Any) -> list[str]:
         raise ImproperlyConfigured(f"Redlock needs nodes: {exc} Or pass nodes=[...].") from exc
 
 
-def _ttl_ms(ttl: Any) -> int:
-    return max(1, round(validate_seconds(ttl, "ttl", allow_zero=False, allow_inf=False) * 1000))
-
-
-def _timeout(timeout: Any) -> float:
-    return validate_seconds(timeout, "timeout", allow_zero=True, allow_inf=True)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _text(reply: Any) -> str:
-    if isinstance(reply, bytes):
-        return reply.decode(errors="replace")
-    return reply if isinstance(reply, str) else ""
-
-
 def _owner() -> tuple[int, int]:
     return (_keys.PID, get_ident())
 
 
-class Redlock:
+class Redlock(SyncContext):
     """A lock held on a majority of independent Redis masters (not reentrant).
     ``with Redlock("name"):`` acquires (or raises LockTimeout) and releases on exit."""
+
+    noun = "Redlock"
+    lost_reason = "its nodes no longer hold it"
+    # Never queued, so never handed over: fair mode and fencing off, no registration.
+    flags = ("0", "0")
 
     def __init__(
         self,
@@ -107,15 +89,11 @@ class Redlock:
         timeout: float | None = None,
         nodes: Sequence[str] | None = None,
     ) -> None:
-        self.name = validate_name(name)
-        self.ttl_ms = _ttl_ms(conf.LOCK_TTL if ttl is None else ttl)
-        self.lock_ttl = self.ttl_ms / 1000
-        self.timeout = _timeout(conf.LOCK_TIMEOUT if timeout is None else timeout)
+        super().__init__(name, ttl, timeout)
         self.nodes = _nodes_of(nodes)
         self.quorum = len(self.nodes) // 2 + 1
-        self.retry_delay = conf.LOCK_RETRY_DELAY
         self.base = lock_base(self.name, 1)
-        self.keys = lock_keys(self.base, self.name)  # (lock, waiters, index, fence) on each node
+        self.keys = lock_keys(self.base, self.name)  # the same on each node
         # Per (process, thread): (token, monotonic time at which the hold's validity ends).
         self._holds: dict[tuple[int, int], tuple[str, float]] = {}
         self._clients: list[Any] | None = None
@@ -155,7 +133,13 @@ class Redlock:
         return replies
 
     def _release(self, token: str, to: Any = None) -> list[Any]:
-        return self._run(RELEASE, self.keys, (token, self.name, _now_ms(), self.base), to)
+        replies = self._run(RELEASE, self.keys.releasing, (token, self.name, now_ms()), to)
+        # A plain Lock of the same name on a node may have had waiters: wake the one the node
+        # handed the lock to.
+        wake = [self.keys.waking(reply) for reply in replies]
+        if any(wake):
+            self._send([("EVAL", WAKE.source, 1, *w[0], *w[1]) if w else None for w in wake])
+        return [reply[0] if type(reply) is list else reply for reply in replies]
 
     @staticmethod
     def _end(ttl_ms: int, start: float) -> float:
@@ -166,7 +150,7 @@ class Redlock:
         """Acquire the lock on a majority of nodes, waiting up to ``timeout`` seconds (None:
         the lock's timeout, 0: one round, ``math.inf``: forever); whether it is now held.
         Raises RedisUnavailable at once when no node at all answers."""
-        timeout = self.timeout if timeout is None else _timeout(timeout)
+        timeout = self._validate_timeout(timeout)
         owner = _owner()
         hold = self._holds.get(owner)
         if hold is not None:
@@ -180,10 +164,8 @@ class Redlock:
         give_up = time.monotonic() + timeout
         while True:
             token, start = f"{token_hex(8)}|", time.monotonic()
-            args = (
-                token, _keys.OWNER, self.ttl_ms, self.name, _now_ms(), "0", "0", 0, self.base, "0"
-            )  # fmt: skip
-            replies = self._run(ACQUIRE, self.keys, args)
+            args = self._acquire_args(token, self.flags, 0, False)
+            replies = self._run(ACQUIRE, self.keys.acquiring(token), args)
             end, now = self._end(self.ttl_ms, start), time.monotonic()
             if sum(1 for r in replies if type(r) is int) >= self.quorum and end > now:
                 return self._acquired(owner, token, end)
@@ -193,24 +175,22 @@ class Redlock:
             self._reachable(replies, "acquire")
             if now >= give_up:
                 break
-            delay = min(random.uniform(self.retry_delay / 2, self.retry_delay), give_up - now)
+            delay = min(self._fallback_delay(), give_up - now)
             busy = [r[0] for r in replies if isinstance(r, list) and r[0] >= 0]
             if busy:  # no use sleeping past the moment the first busy node frees up
                 delay = min(delay, min(busy) / 1000 + 0.001)
             time.sleep(delay)
-        if lock_busy.receivers:
-            lock_busy.send(type(self), lock=self, name=self.name, timeout=timeout)
+        self._busy(timeout)
         return False
 
     def _acquired(self, owner: tuple[int, int], token: str, end: float) -> bool:
         self._holds[owner] = (token, end)
-        if lock_acquired.receivers:
-            try:
-                lock_acquired.send(type(self), lock=self, name=self.name, fence=None)
-            except BaseException:
-                del self._holds[owner]  # leave no lock held by nobody who knows it
-                self._release(token)
-                raise
+        try:
+            self._signal_acquired(None)
+        except BaseException:
+            del self._holds[owner]  # leave no lock held by nobody who knows it
+            self._release(token)
+            raise
         return True
 
     def release(self) -> None:
@@ -223,14 +203,13 @@ class Redlock:
         released = sum(1 for r in replies if type(r) is int and r > 0)
         if released < self.quorum:
             self._released_on_a_minority(hold[1], released, replies)
-        if lock_released.receivers:
-            lock_released.send(type(self), lock=self, name=self.name)
+        self._released()
 
     def _released_on_a_minority(self, end: float, released: int, replies: list[Any]) -> None:
         gone = sum(1 for r in replies if r == 0)  # nodes that surely did not hold it
         failed = len(replies) - released - gone
         if end > time.monotonic() and gone > len(replies) - self.quorum:
-            self._lost("release")  # it should still have been held on a majority
+            self._report_lost("release")  # it should still have been held on a majority
         raise LockNotOwned(
             f"Cannot release Redlock {self.name!r}: only {released} of its {len(replies)} "
             f"nodes still held it for this owner, fewer than a majority ({self.quorum}); "
@@ -242,14 +221,14 @@ class Redlock:
     def extend(self, ttl: float | None = None) -> None:
         """Reset the TTL to ``ttl`` seconds (default: the lock's ttl) on a majority of nodes,
         restoring the validity; else release it everywhere and raise LockNotOwned."""
-        ttl_ms = self.ttl_ms if ttl is None else _ttl_ms(ttl)
+        ttl_ms = self._ttl_ms_of(ttl)
         owner = _owner()
         hold = self._holds.get(owner)
         if hold is None:
             raise self._not_owned("extend")
         start = time.monotonic()
-        args = (hold[0], ttl_ms, self.name, _now_ms())
-        replies = self._run(EXTEND, (self.keys[0], self.keys[2]), args)
+        args = (hold[0], ttl_ms, self.name, now_ms())
+        replies = self._run(EXTEND, self.keys.extending, args)
         self._reachable(replies, "extend")
         end, now = self._end(ttl_ms, start), time.monotonic()
         if sum(1 for r in replies if r == 1) >= self.quorum and end > now:
@@ -258,7 +237,7 @@ class Redlock:
         del self._holds[owner]
         self._release(hold[0])
         if hold[1] > now:
-            self._lost("extend")
+            self._report_lost("extend")
         raise self._not_owned("extend")
 
     def locked(self) -> bool:
@@ -271,7 +250,7 @@ class Redlock:
         if hold is None or hold[1] <= time.monotonic():
             return False
         values = self._query("GET", self.keys[0])
-        return sum(1 for v in values if _text(v).startswith(hold[0])) >= self.quorum
+        return sum(1 for v in values if held_by(v, hold[0])) >= self.quorum
 
     def ttl(self) -> float | None:
         """Seconds until the lock expires on a majority of nodes, None if not on a majority."""
@@ -285,37 +264,3 @@ class Redlock:
         this owner does not hold the lock."""
         hold = self._holds.get(_owner())
         return None if hold is None else max(0.0, hold[1] - time.monotonic())
-
-    def _not_owned(self, action: str) -> LockNotOwned:
-        return LockNotOwned(
-            f"Cannot {action} Redlock {self.name!r}: this owner does not hold it (any more).",
-            self.name,
-        )
-
-    def _lost(self, where: str) -> None:
-        logger.error(
-            "Redlock %r was lost (found by %s): its nodes no longer hold it.", self.name, where
-        )
-        for receiver, error in lock_lost.send_robust(type(self), lock=self, name=self.name):
-            if error is not None:
-                logger.error("lock_lost receiver %r failed: %r", receiver, error)
-
-    def __enter__(self) -> Redlock:
-        if not self.acquire():
-            raise LockTimeout(
-                f"Redlock {self.name!r} was not acquired within {self.timeout}s.", self.name
-            )
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self.release()
-        except LockNotOwned:
-            if exc is None:
-                raise
-            # Keep the body's own exception; the loss was logged and signalled.

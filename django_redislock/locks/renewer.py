@@ -148,9 +148,8 @@ class Renewer:
         for entries in by_client.values():
             pipe = entries[0][0].renew_client.pipeline(transaction=False)
             for lock, hold in entries:
-                keys = lock.keys
                 pipe.execute_command(
-                    "EVAL", EXTEND.source, 2, keys[0], keys[2],
+                    "EVAL", EXTEND.source, 3, *lock.keys.extending,
                     hold.token, lock.ttl_ms, lock.name, now_ms,
                 )  # fmt: skip
             try:

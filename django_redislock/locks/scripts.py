@@ -1,21 +1,29 @@
-"""Every Lua script the app runs, one constant each, with what KEYS, ARGV and the reply are.
+"""The Lua scripts of locks, one constant each, with what KEYS, ARGV and the reply are. Every
+key a script touches arrives in its KEYS, built by ``keys``.
 
 Key layout of one lock (``base`` = ``<prefix>:{L<shard>}:``, so every key of a lock, its
-shard's index included, shares one hash tag and every script runs on Redis Cluster):
+shard's indexes included, shares one hash tag and every script runs on Redis Cluster):
 
     base l:<name>    string  the lock: "<token>|<acquired ms>|<fence>|<pid>|<host>", PX TTL
     base q:<name>    zset    waiters: token -> arrival number (FIFO)
+    base a:<name>    hash    waiters' registrations: token -> "<deadline ms>|<ttl ms>|
+                             <fencing 0/1>|<pid>|<host>"; a waiter whose deadline (server
+                             clock) passed is dead, and dropped when met. The hash expires
+                             no sooner than its latest deadline.
     base f:<name>    string  the last fence handed out (never expires; see ``next_fence``)
-    base a:<token>   string  a waiter's registration: "<ttl ms>|<fencing 0/1>|<pid>|<host>"
-                             with a short PX; a waiter that dies simply lets it lapse
-    base w:<token>   list    a waiter's wake-up: the releaser pushes the fence it handed over
+    base w:<token>   list    a waiter's wake-up: whoever hands the lock to it pushes the fence
+                             there with WAKE (see below)
     base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN
     base names       zset    lock name -> 0, so ordered by name: prefix search by lex range
     base names:swept string  the expiry up to which ended locks left ``names`` (see SWEEP)
 
-Every script that writes a lock's ``index`` entry writes its ``names`` entry too (the key is
-derived from the index key, so callers pass the same KEYS as before it existed); a lock
+Every script that writes a lock's ``index`` entry writes its ``names`` entry too; a lock
 that ends without a release (its holder died) leaves ``names`` when ``SWEEP`` meets it.
+
+A script that hands the lock to a waiter appends ``<token>, <fence>, <ttl ms>`` of the new
+holder to its reply; the caller then pushes the fence to that waiter's ``w:<token>`` with
+``WAKE``. A caller that dies in between leaves the waiter to find the lock at its next
+re-check (at most its retry delay later).
 
 A token argument always ends with "|", so comparing it with the start of the lock value is
 an exact token match. The fence is 0 for a lock taken without fencing.
@@ -25,14 +33,12 @@ from __future__ import annotations
 
 from ..redis.scripts import _script
 
-# Shared by the scripts that free a lock. Gives the free lock straight to the oldest waiter
-# that is still alive, pushes its fence to that waiter's wake-up list (which unblocks its
-# BLPOP) and returns its token, or false when no live waiter is left. Dead waiters met on
-# the way are dropped; the loop is bounded so a script never runs long.
+# Shared by the scripts that free a lock or queue a waiter.
 _HANDOFF = """
--- The name index beside the expiry index "<base>index".
-local function names_of(index)
-  return string.sub(index, 1, -6) .. 'names'
+-- The server's clock, in microseconds.
+local function clock_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
 -- Hands out the next fence of a lock: above every earlier one, and never below the server's
@@ -40,46 +46,46 @@ end
 -- small fences again. Returns it as an integer string (a Lua number would be written as
 -- "1.8e+15") and as a number (exact: about 1.8e15 < 2^53) for the reply.
 local function next_fence(counter)
-  local t = redis.call('TIME')
-  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local ok, last = pcall(redis.call, 'GET', counter)  -- not a string: as if lost
-  local f = math.max((ok and tonumber(last or '0') or 0) + 1, clock)
+  local f = math.max((ok and tonumber(last or '0') or 0) + 1, clock_us())
   local text = string.format('%.0f', f)
   redis.call('SET', counter, text)
   return text, f
 end
 
-local function handoff(lock, waiters, index, fence, name, base, now)
+-- Gives the free lock straight to the oldest waiter still registered, and returns its
+-- token, fence (a string) and TTL ms, or false when no live waiter is left. Waiters whose
+-- registration lapsed are dropped on the way; the loop is bounded so a script never runs
+-- long. k = {lock, waiters, index, fence, names, registrations}.
+local function handoff(k, name, now)
+  local clock
   for _ = 1, 64 do
-    local head = redis.call('ZPOPMIN', waiters)[1]
+    local head = redis.call('ZPOPMIN', k[2])[1]
     if not head then return false end
-    local ok, reg = pcall(redis.call, 'GETDEL', base .. 'a:' .. head)
+    local ok, reg = pcall(redis.call, 'HGET', k[6], head)
     if ok and reg then
-      local ttl, fencing, ident = string.match(reg, '^(%d+)|(%d)|(.*)$')
-      local f = '0'
-      if fencing == '1' then f = next_fence(fence) end
-      redis.call('SET', lock, head .. now .. '|' .. f .. '|' .. ident, 'PX', ttl)
-      redis.call('ZADD', index, now + tonumber(ttl), name)
-      redis.call('ZADD', names_of(index), 0, name)
-      redis.call('RPUSH', base .. 'w:' .. head, f)
-      redis.call('PEXPIRE', base .. 'w:' .. head, ttl)
-      return head
+      redis.call('HDEL', k[6], head)
+      clock = clock or math.floor(clock_us() / 1000)
+      local deadline, ttl, fencing, ident = string.match(reg, '^(%d+)|(%d+)|(%d)|(.*)$')
+      if deadline and tonumber(deadline) >= clock then
+        local f = '0'
+        if fencing == '1' then f = next_fence(k[4]) end
+        redis.call('SET', k[1], head .. now .. '|' .. f .. '|' .. ident, 'PX', ttl)
+        redis.call('ZADD', k[3], now + tonumber(ttl), name)
+        redis.call('ZADD', k[5], 0, name)
+        return head, f, ttl
+      end
     end
   end
   return false
 end
 
 -- A lock's value. A key of another type is not a lock of ours (corrupt): it reads as a value
--- that no token matches, and ``set_aside`` moves it out of the way.
+-- that no token matches, and ACQUIRE moves it out of the way.
 local function lock_value(lock)
   local ok, value = pcall(redis.call, 'GET', lock)
   if ok then return value end
   return '?'
-end
-
-local function set_aside(lock)
-  redis.call('RENAME', lock, lock .. ':corrupt')
-  redis.call('PEXPIRE', lock .. ':corrupt', 86400000)
 end
 
 -- The fence stored in a lock value.
@@ -88,20 +94,23 @@ local function fence_of(value)
 end
 """
 
-# KEYS[1] lock  KEYS[2] waiters  KEYS[3] index  KEYS[4] fence counter
+# KEYS[1] lock  KEYS[2] waiters  KEYS[3] index  KEYS[4] fence counter  KEYS[5] names
+# KEYS[6] registrations  KEYS[7] where a lock key of the wrong type is set aside
+# KEYS[8] the caller's wake-up list
 # ARGV[1] token ("<hex>|")  ARGV[2] owner "<pid>|<host>"  ARGV[3] ttl ms  ARGV[4] name
 # ARGV[5] now ms  ARGV[6] fair "0"/"1"  ARGV[7] fencing "0"/"1"
-# ARGV[8] waiter registration ms (0: try once, do not queue)  ARGV[9] key base
-# ARGV[10] "1" when this caller queued before (so its registration must be cleaned up)
+# ARGV[8] waiter registration ms (0: try once, do not queue)
+# ARGV[9] "1" when this caller queued before (so its registration must be cleaned up)
 # Reply: an integer >= 0 when the caller now holds the lock (its fence; 0 without fencing),
-#        or {pttl} when the lock is busy (the caller is queued when ARGV[8] > 0).
+#        or {pttl} when the lock is busy (the caller is queued when ARGV[8] > 0), then the
+#        hand-off to another waiter that this call made, if any (see above).
 ACQUIRE = _script(
     "acquire",
     _HANDOFF
     + """
-local lock, waiters, index, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, waiters, index, fence, names, regs, aside, wake = unpack(KEYS)
 local tok, owner, ttl, name, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local fencing, base = ARGV[7], ARGV[9]
+local fencing = ARGV[7]
 
 local function take()
   local f = 0
@@ -114,10 +123,11 @@ local function take()
     return nil
   end
   redis.call('ZADD', index, now + tonumber(ttl), name)
-  redis.call('ZADD', names_of(index), 0, name)
-  if ARGV[10] == '1' then
+  redis.call('ZADD', names, 0, name)
+  if ARGV[9] == '1' then
     redis.call('ZREM', waiters, tok)
-    redis.call('DEL', base .. 'a:' .. tok, base .. 'w:' .. tok)
+    redis.call('HDEL', regs, tok)
+    redis.call('DEL', wake)
   end
   return f
 end
@@ -128,23 +138,25 @@ if ARGV[6] == '0' or redis.call('EXISTS', waiters) == 0 then
 end
 
 local current = lock_value(lock)
+local winner, wf, wttl
 if current == '?' then  -- not a lock: set aside, then the lock is free
-  set_aside(lock)
+  redis.call('RENAME', lock, aside)
+  redis.call('PEXPIRE', aside, 86400000)
   current = false
 end
 if current then
   if string.sub(current, 1, #tok) == tok then
     -- Handed to this caller while it was not blocked on its wake-up list (or this is a
     -- retry of an acquire whose reply was lost).
-    redis.call('DEL', base .. 'w:' .. tok)
+    redis.call('DEL', wake)
     return fence_of(current)
   end
 else
   -- Free, but (fair mode) waiters are queued: the oldest live one gets it.
-  local winner = handoff(lock, waiters, index, fence, name, base, now)
+  winner, wf, wttl = handoff(KEYS, name, now)
   if winner == tok then
-    redis.call('DEL', base .. 'w:' .. tok)
-    return fence_of(redis.call('GET', lock))
+    redis.call('DEL', wake)
+    return tonumber(wf)
   end
   if not winner then
     local got = take()
@@ -157,40 +169,44 @@ if reg_ms > 0 then
   local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
   redis.call('ZADD', waiters, 'NX', (tonumber(last) or 0) + 1, tok)
   redis.call('PEXPIRE', waiters, reg_ms * 2)
-  redis.call('SET', base .. 'a:' .. tok, ttl .. '|' .. fencing .. '|' .. owner, 'PX', reg_ms)
+  local deadline = math.floor(clock_us() / 1000) + reg_ms
+  redis.call('HSET', regs, tok, deadline .. '|' .. ttl .. '|' .. fencing .. '|' .. owner)
+  if redis.call('PTTL', regs) < reg_ms then redis.call('PEXPIRE', regs, reg_ms) end
 end
+if winner then return {redis.call('PTTL', lock), winner, wf, wttl} end
 return {redis.call('PTTL', lock)}
 """,
 )
 
-# KEYS[1] lock  KEYS[2] waiters  KEYS[3] index  KEYS[4] fence counter
+# KEYS[1] lock  KEYS[2] waiters  KEYS[3] index  KEYS[4] fence counter  KEYS[5] names
+# KEYS[6] registrations
 # ARGV[1] token ("<hex>|"), or "" to free the lock whoever holds it (force release)
-# ARGV[2] name  ARGV[3] now ms  ARGV[4] key base
+# ARGV[2] name  ARGV[3] now ms
 # Reply: 0 when the token does not hold the lock (forced: nothing was held, nobody woken),
-#        1 when freed, 2 when handed straight to a waiter, 3 (forced only) when nothing was
-#        held but a waiter was woken with the lock.
+#        1 when freed; {2, hand-off} when handed straight to a waiter, {3, hand-off} (forced
+#        only) when nothing was held but a waiter was given the lock.
 RELEASE = _script(
     "release",
     _HANDOFF
     + """
-local lock, waiters, index = KEYS[1], KEYS[2], KEYS[3]
-local current = lock_value(lock)
+local current = lock_value(KEYS[1])
 if ARGV[1] ~= '' then
   if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
 end
-if handoff(lock, waiters, index, KEYS[4], ARGV[2], ARGV[4], tonumber(ARGV[3])) then
-  if current then return 2 end
-  return 3
+local winner, f, ttl = handoff(KEYS, ARGV[2], tonumber(ARGV[3]))
+if winner then
+  if current then return {2, winner, f, ttl} end
+  return {3, winner, f, ttl}
 end
-redis.call('DEL', lock)
-redis.call('ZREM', index, ARGV[2])
-redis.call('ZREM', names_of(index), ARGV[2])
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZREM', KEYS[5], ARGV[2])
 if current then return 1 end
 return 0
 """,
 )
 
-# KEYS[1] lock  KEYS[2] index
+# KEYS[1] lock  KEYS[2] index  KEYS[3] names
 # ARGV[1] token  ARGV[2] new ttl ms  ARGV[3] name  ARGV[4] now ms
 # Reply: 1 when extended, 0 when the token does not hold the lock (any more).
 EXTEND = _script(
@@ -201,28 +217,43 @@ if not ok then return 0 end
 if not current or string.sub(current, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], tonumber(ARGV[4]) + tonumber(ARGV[2]), ARGV[3])
--- Also (re)writes the name of a lock taken before the name index existed.
-redis.call('ZADD', string.sub(KEYS[2], 1, -6) .. 'names', 0, ARGV[3])
+-- Also puts back a name that a sweep removed too early (the writer's clock ran behind).
+redis.call('ZADD', KEYS[3], 0, ARGV[3])
 return 1
 """,
 )
 
 # A waiter stops waiting (timed out). Leaves the queue atomically, so a hand-off cannot go
 # to it any more; if one already did, the caller keeps the lock.
-# KEYS[1] lock  KEYS[2] waiters
-# ARGV[1] token  ARGV[2] key base
+# KEYS[1] lock  KEYS[2] waiters  KEYS[3] registrations  KEYS[4] the caller's wake-up list
+# ARGV[1] token
 # Reply: the fence (>= 0) when the lock was handed to the caller meanwhile, else -1.
 GIVE_UP = _script(
     "give_up",
     """
-local tok, base = ARGV[1], ARGV[2]
+local tok = ARGV[1]
 redis.call('ZREM', KEYS[2], tok)
-redis.call('DEL', base .. 'a:' .. tok, base .. 'w:' .. tok)
+redis.call('HDEL', KEYS[3], tok)
+redis.call('DEL', KEYS[4])
 local ok, current = pcall(redis.call, 'GET', KEYS[1])
 if ok and current and string.sub(current, 1, #tok) == tok then
   return tonumber(string.match(current, '^[^|]*|[^|]*|(%d+)|'))
 end
 return -1
+""",
+)
+
+# Wakes the waiter a script handed the lock to (its reply names it, so the caller runs this
+# after it): the fence goes to its wake-up list, which lives no longer than the lock it got.
+# KEYS[1] the waiter's wake-up list
+# ARGV[1] fence  ARGV[2] ttl ms
+# Reply: 1
+WAKE = _script(
+    "wake",
+    """
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
 """,
 )
 
@@ -233,9 +264,7 @@ return -1
 # KEYS[1] index  KEYS[2] names  KEYS[3] names:swept (a ZRANGEBYSCORE min: "<ms>" or "(<ms>")
 # ARGV[1] now ms  ARGV[2] stale before ms  ARGV[3] batch
 # Reply: {live locks (index entries expiring from now on), state, entries before them};
-#        state 1: ``names`` holds live locks only; 0: call again, a backlog is left; -1:
-#        ``names`` lacks locks taken before it existed (fill it with SYNC_NAMES, then set
-#        names:swept to "-inf").
+#        state 1: ``names`` holds live locks only; 0: call again, a backlog is left.
 SWEEP = _script(
     "sweep",
     """
@@ -255,12 +284,7 @@ if #stale > 0 then
 end
 local live = redis.call('ZCOUNT', index, now, '+inf')
 local before = redis.call('ZCARD', index) - live
-local from = redis.call('GET', swept)
-if not from then
-  -- Both indexes hold the same names unless locks predate ``names``.
-  if live + before ~= redis.call('ZCARD', names) then return {live, -1, before} end
-  from = '-inf'
-end
+local from = redis.call('GET', swept) or '-inf'
 local ended = redis.call('ZRANGEBYSCORE', index, from, '(' .. now, 'LIMIT', 0, batch)
 zrem(names, ended)
 if #ended < batch then
@@ -273,27 +297,5 @@ local last = redis.call('ZSCORE', index, ended[#ended])
 zrem(names, redis.call('ZRANGEBYSCORE', index, last, last))
 redis.call('SET', swept, '(' .. last)
 return {live, 0, before}
-""",
-)
-
-# Makes ``names`` agree with ``index`` for the given locks: one live in ``index`` is added,
-# any other removed. Fills ``names`` with locks taken before it existed, and drops names left
-# without an expiry entry (released by a process still running the code before ``names``).
-# KEYS[1] index  KEYS[2] names
-# ARGV[1] now ms  ARGV[2..] lock names
-# Reply: how many were added.
-SYNC_NAMES = _script(
-    "sync_names",
-    """
-local now, added = tonumber(ARGV[1]), 0
-for i = 2, #ARGV do
-  local expiry = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if expiry and tonumber(expiry) >= now then
-    added = added + redis.call('ZADD', KEYS[2], 0, ARGV[i])
-  else
-    redis.call('ZREM', KEYS[2], ARGV[i])
-  end
-end
-return added
 """,
 )
