@@ -37,10 +37,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # This list must shrink to empty (issue 13): a new violation fails the test, and so does a
 # fixed one until its entry is removed here.
 KNOWN_VIOLATIONS: dict[str, set[str]] = {
-    "locks.acquire": {"a:*", "l:*:corrupt", "names", "w:*"},
-    "locks.extend": {"names"},
-    "locks.give_up": {"a:*", "w:*"},
-    "locks.release": {"a:*", "names", "w:*"},
     "queue.cancel": {"dead", "j:*", "j:*:corrupt", "sched"},
     "queue.enqueue": {"dead", "j:*", "j:*:corrupt", "sched", "seq", "tick:*", "wake"},
     "queue.page": {"dead", "j:*", "j:*:corrupt", "run", "sched"},
