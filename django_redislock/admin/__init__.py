@@ -30,7 +30,8 @@ from ..conf import conf
 from ..exceptions import RedisUnavailable
 from ..locks.listing import list_locks
 from ..models import Dashboard
-from ..queue.core import STATES, get_queue
+from ..queue.core import get_queue
+from ..queue.jobs import LISTED_STATES
 from .actions import (
     ACTIONS,
     JOB_ACTIONS,
@@ -148,7 +149,7 @@ class DashboardAdmin(_ModelAdmin):
                     continue
                 rows.append({
                     "name": name,
-                    "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
+                    "states": [(s, counts[s], self._url("jobs", name, s)) for s in LISTED_STATES],
                     "oldest": oldest,
                 })  # fmt: skip
             return {"queues": rows}
@@ -218,7 +219,7 @@ class DashboardAdmin(_ModelAdmin):
         }  # fmt: skip
 
     def jobs_view(self, request: HttpRequest, queue: str, state: str) -> HttpResponse:
-        if queue not in conf.QUEUES or state not in STATES:
+        if queue not in conf.QUEUES or state not in LISTED_STATES:
             raise Http404(f"No queue {queue!r} or no state {state!r}.")
 
         def load() -> dict[str, Any]:
@@ -245,7 +246,7 @@ class DashboardAdmin(_ModelAdmin):
             return {
                 "jobs": rows,
                 "pager": pager,
-                "tabs": [(s, counts[s], self._url("jobs", queue, s)) for s in STATES],
+                "tabs": [(s, counts[s], self._url("jobs", queue, s)) for s in LISTED_STATES],
                 "purge_url": self._confirm(request, "purge", queue=queue) if purge else "",
             }
 

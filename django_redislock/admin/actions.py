@@ -23,7 +23,8 @@ from ..exceptions import JobNotFound
 from ..locks.keys import validate_name
 from ..locks.listing import describe_lock
 from ..locks.lock import Lock
-from ..queue.core import STATES, Job, Queue, get_queue
+from ..queue.core import Job, Queue, get_queue
+from ..queue.jobs import LISTED_STATES, JobState
 from ..templatetags.redislock_admin import duration
 
 VIEW = "django_redislock.view_dashboard"
@@ -67,7 +68,7 @@ def target(action: Action, data: QueryDict) -> dict[str, str]:
             validate_name(found["name"])
         except ValueError as exc:
             raise Http404(str(exc)) from exc
-    if given.get("state", "ready") not in STATES:
+    if given.get("state", JobState.READY) not in LISTED_STATES:
         raise Http404(f"No state {given['state']!r}.")
     return {**found, **given}
 
@@ -130,7 +131,7 @@ def _job(t: Mapping[str, str], *states: str) -> tuple[Queue, Job]:
 
 
 def _describe_run(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = _job(t, "scheduled")
+    queue, job = _job(t, JobState.SCHEDULED)
     return {
         "summary": f"Run job “{job.id}” ({job.task}) of queue “{queue.name}” now instead "
         f"of at {_when(due_at(job))}.",
@@ -139,14 +140,14 @@ def _describe_run(t: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _run(t: Mapping[str, str]) -> str:
-    queue, job = _job(t, "scheduled")
+    queue, job = _job(t, JobState.SCHEDULED)
     if not queue.requeue(job.id):
         raise Gone(f"Job “{job.id}” was not scheduled any more; nothing was done.")
     return f"Job “{job.id}” of queue “{queue.name}” was made ready to run now."
 
 
 def _describe_retry(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = _job(t, "dead")
+    queue, job = _job(t, JobState.DEAD)
     return {
         "summary": f"Run dead job “{job.id}” ({job.task}) of queue “{queue.name}” again now, "
         f"with its attempts reset (it failed after {job.attempts}).",
@@ -155,14 +156,14 @@ def _describe_retry(t: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _retry(t: Mapping[str, str]) -> str:
-    queue, job = _job(t, "dead")
+    queue, job = _job(t, JobState.DEAD)
     if not queue.requeue(job.id):
         raise Gone(f"Job “{job.id}” was not dead any more; nothing was done.")
     return f"Dead job “{job.id}” of queue “{queue.name}” was requeued."
 
 
 def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = _job(t, "ready", "scheduled", "dead")
+    queue, job = _job(t, JobState.READY, JobState.SCHEDULED, JobState.DEAD)
     return {
         "summary": f"Delete {job.state} job “{job.id}” ({job.task}) of queue “{queue.name}”. "
         "It will not run.",
@@ -180,14 +181,14 @@ def _delete(t: Mapping[str, str]) -> str:
 
 
 def _describe_purge(t: Mapping[str, str]) -> dict[str, Any]:
-    dead = get_queue(t["queue"]).counts()["dead"]
+    dead = get_queue(t["queue"]).counts()[JobState.DEAD]
     if not dead:
         raise Gone(f"Queue “{t['queue']}” has no dead jobs.")
     return {"summary": f"Delete all {dead} dead jobs of queue “{t['queue']}”, with their errors."}
 
 
 def _purge(t: Mapping[str, str]) -> str:
-    removed = get_queue(t["queue"]).purge("dead")
+    removed = get_queue(t["queue"]).purge(JobState.DEAD)
     if not removed:
         raise Gone(f"Queue “{t['queue']}” had no dead jobs; nothing was deleted.")
     return f"{removed} dead job{'s' if removed != 1 else ''} of queue “{t['queue']}” deleted."
@@ -217,9 +218,9 @@ ACTIONS = {
                     _as_dead),
 }  # fmt: skip
 # The actions offered on a job in each state.
-JOB_ACTIONS = {
-    "ready": ("delete",),
-    "scheduled": ("run", "delete"),
-    "running": (),
-    "dead": ("retry", "delete"),
+JOB_ACTIONS: dict[str, tuple[str, ...]] = {
+    JobState.READY: ("delete",),
+    JobState.SCHEDULED: ("run", "delete"),
+    JobState.RUNNING: (),
+    JobState.DEAD: ("retry", "delete"),
 }
