@@ -1,7 +1,5 @@
 """Every key a queue script touches is passed in its KEYS, seen by Redis's MONITOR (which
-shows the commands a script runs), on a real server and a real Cluster. The one exception
-left is POP, which also reaches the hashes of the jobs it finds itself (due, expired and
-ready ids): those, and only those, it may touch beyond its KEYS."""
+shows the commands a script runs), on a real server and a real Cluster."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from django_redislock.queue.admin_scripts import CANCEL, PURGE, READY_HEADS, REQ
 from django_redislock.queue.core import Queue, get_queue
 from django_redislock.queue.lease_scripts import RELEASE, RENEW, SETTLE
 from django_redislock.queue.lua import script
-from django_redislock.queue.scripts import ENQUEUE, POP, START
+from django_redislock.queue.scripts import ENQUEUE, PEEK, POP, START
 
 from .conftest import Backend
 
@@ -70,9 +68,7 @@ def _keys_of(conn: redis.Connection, args: list[str]) -> list[str]:
         return []
 
 
-def _outside(
-    monitor: Monitor, job_prefix: str
-) -> tuple[set[str], list[tuple[str, str, list[str]]]]:
+def _outside(monitor: Monitor) -> tuple[set[str], list[tuple[str, str, list[str]]]]:
     """The SHA1 of every script run, and each command a script ran on a key missing from its
     KEYS: (script, key, command)."""
     seen: list[tuple[list[str], list[str]]] = []  # (the script call, the commands it ran)
@@ -85,13 +81,10 @@ def _outside(
     bad = []
     for call, commands in seen:
         given = set(call[3 : 3 + int(call[2])])
-        # POP alone gets the job key prefix, first of its arguments
-        pop = call[3 + int(call[2]) : 4 + int(call[2])] == [job_prefix]
         for command in commands:
             for key in _keys_of(monitor.raw, command):
-                if key in given or (pop and key.startswith(job_prefix)):
-                    continue
-                bad.append((call[1][:8], key, command))
+                if key not in given:
+                    bad.append((call[1][:8], key, command))
     return {call[1] for call, _ in seen}, bad
 
 
@@ -146,12 +139,12 @@ def _every_operation(queue: Queue) -> None:
 
 
 def test_no_script_touches_a_key_it_was_not_given(queue: Queue) -> None:
-    every = {ENQUEUE, POP, START, RELEASE, SETTLE, RENEW, CANCEL, REQUEUE, PURGE, READY_HEADS}
+    every = {ENQUEUE, PEEK, POP, START, RELEASE, SETTLE, RENEW, CANCEL, REQUEUE, PURGE, READY_HEADS}
     for loaded in every:  # so that each runs as EVALSHA, and its SHA1 says which it is
         queue.client.script_load(loaded.source)
     monitor = Monitor(queue.client, queue.keys.ready)
     _every_operation(queue)
-    ran, outside = _outside(monitor, queue.keys.job_prefix)
+    ran, outside = _outside(monitor)
     assert outside == []
     assert {s.name for s in every if s.sha in ran} == {s.name for s in every}
 
@@ -161,5 +154,5 @@ def test_the_check_sees_a_key_outside_keys(queue: Queue) -> None:
     rogue = script("rogue", "return redis.call('GET', KEYS[1] .. ':other')")
     monitor = Monitor(queue.client, queue.keys.ready)
     queue.run(rogue, (), ())
-    [(_, key, command)] = _outside(monitor, queue.keys.job_prefix)[1]
+    [(_, key, command)] = _outside(monitor)[1]
     assert (key, command[0]) == (queue.keys.ready + ":other", "GET")

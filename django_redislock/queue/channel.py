@@ -98,7 +98,12 @@ class Channel:
     def send_fetch(self, count: int, finished: Finished) -> bool:
         """Send a fetch of up to ``count`` jobs (leased ahead, not charged); False when it
         could not be sent (its acknowledgements were handed back)."""
-        call = self.queue.fetch_args(count, None, self.worker, finished, (), charge=False)
+        try:  # on a connection of its own: read first, so it does not wait behind the channel
+            candidates = self.queue.candidates(count)
+        except RedisUnavailable:
+            self.on_unsent(self.queue, finished)
+            return False
+        call = self.queue.fetch_args(count, None, self.worker, finished, (), False, candidates)
         with self.lock:
             try:
                 self._send(POP, call, finished)

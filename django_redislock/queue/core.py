@@ -35,7 +35,7 @@ from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
-from .scripts import ENQUEUE, POP
+from .scripts import ENQUEUE, PEEK, POP
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
@@ -193,10 +193,14 @@ class Queue(Operations):
             raise ValueError(f"count must be an int >= 0, not {count!r}.")
         jobs: list[Job] = []
         lost: list[str] = []
+        first = True
         while True:
             take = min(count - len(jobs), MAX_BATCH)
+            # Every fetch sweeps due and expired jobs, its first POP at least.
+            candidates = self.candidates(take) if take or first else []
+            first = False
             keys, args = self.fetch_args(take, lease, worker, finished[:MAX_BATCH],
-                                         started[:MAX_BATCH], charge)  # fmt: skip
+                                         started[:MAX_BATCH], charge, candidates)  # fmt: skip
             found, wait, gone = self.fetched(self.run(POP, keys, args), worker)
             finished, started = finished[MAX_BATCH:], started[MAX_BATCH:]
             jobs += found
@@ -213,15 +217,22 @@ class Queue(Operations):
         finished: Sequence[tuple[Job, str | None]],
         started: Sequence[Job] = (),
         charge: bool = True,
+        candidates: Sequence[str] = (),
     ) -> tuple[list[str], list[Any]]:
         """POP's keys after the fixed ones, and its arguments: at most ``MAX_BATCH`` jobs of
-        each kind."""
+        each kind; ``candidates``: the ids ``candidates`` found, the only jobs it may take."""
         if count > MAX_BATCH:
             raise ValueError(f"One POP takes at most {MAX_BATCH} jobs of each kind.")
         lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
         keys, (worker, ttl, *leases) = self.start_args(worker, finished, started)
-        return keys, [self.keys.job_prefix, count, lease_ms, worker, self.max_attempts, ttl,
-                      "1" if charge else "0", *leases]  # fmt: skip
+        keys += [k for i in candidates for k in (self.keys.job(i), self.keys.corrupt(i))]
+        return keys, [len(candidates), count, lease_ms, worker, self.max_attempts, ttl,
+                      "1" if charge else "0", *leases, *candidates]  # fmt: skip
+
+    def candidates(self, count: int) -> list[str]:
+        """The ids a POP of ``count`` jobs would reach (ready, due, expired), read first so
+        that POP is given every key it touches; a POP finds the ones that came since."""
+        return list(dict.fromkeys(text(i) for ids in self.run(PEEK, (), (count,)) for i in ids))
 
     def start_args(
         self, worker: str, finished: Sequence[tuple[Job, str | None]], started: Sequence[Job]

@@ -37,7 +37,6 @@ class QueueKeys:
         self.seq = self.base + "seq"
         self.wake = self.base + "wake"
         self.fixed = (self.ready, self.sched, self.run, self.dead, self.seq, self.wake)
-        # Given to POP alone, for the jobs it finds in the ready, sched and run sets itself.
         self.job_prefix = self.base + "j:"
         self._result = self.base + "result:"
 
@@ -49,8 +48,7 @@ class QueueKeys:
         return [prefix + job_id for job_id in job_ids]
 
     def corrupt(self, job_id: str) -> str:
-        """Where a job's key that was not a hash is set aside (POP builds it in Lua as
-        this: the job's key and ``:corrupt``)."""
+        """Where a job's key that was not a hash is set aside."""
         return self.job_prefix + job_id + ":corrupt"
 
     def result(self, job_id: str) -> str:

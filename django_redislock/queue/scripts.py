@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .lua import MAX_BATCH, script
 
-__all__ = ["ENQUEUE", "MAX_BATCH", "POP", "START"]
+__all__ = ["ENQUEUE", "MAX_BATCH", "PEEK", "POP", "START"]
 
 # KEYS: the fixed keys; with a schedule entry, its tick key; then per job its key, and also
 # its corrupt key unless ARGV[4] says every id is new.
@@ -109,19 +109,35 @@ return results
 """,
 )
 
+# KEYS: the fixed keys; with ARGV[1] > 0 how many ready ids to return.
+# What POP would reach by itself, read first so that POP is given every key it touches:
+# {the first ready ids, the due scheduled ids (at most 1000), the expired leases (at most
+# 100)}, by the server's clock.
+PEEK = script(
+    "peek",
+    """
+local now, n = now_ms(), tonumber(ARGV[1])
+return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
+        redis.call('ZRANGEBYSCORE', SCHED, '-inf', now, 'LIMIT', 0, 1000),
+        redis.call('ZRANGEBYSCORE', RUN, '-inf', now, 'LIMIT', 0, 100)}
+""",
+)
+
 # KEYS: the fixed keys; per job to finish its key and its result key; per job to start its
-# key. ARGV[1] the job key prefix, for the jobs POP finds itself (due, expired, ready)
-# ARGV[2] how many to lease (at most 1000)  ARGV[3] lease ms  ARGV[4] worker  ARGV[5] max
-# attempts  ARGV[6] result TTL ms  ARGV[7] "1": the leased jobs start now (charge their
-# attempt), "0": leased ahead, charged when a later call starts them  ARGV[8] how many jobs
-# to finish, ARGV[9] how many jobs to start, then per job to finish 3 values: id, lease
-# token, return value (JSON; "" to keep no result), then per job to start 2 values: id,
-# lease token.
+# key; then per candidate (an id PEEK found) its key and its corrupt key.
+# ARGV[1] how many candidates  ARGV[2] how many to lease (at most 1000)  ARGV[3] lease ms
+# ARGV[4] worker  ARGV[5] max attempts  ARGV[6] result TTL ms  ARGV[7] "1": the leased jobs
+# start now (charge their attempt), "0": leased ahead, charged when a later call starts
+# them  ARGV[8] how many jobs to finish, ARGV[9] how many jobs to start, then per job to
+# finish 3 values: id, lease token, return value (JSON; "" to keep no result), then per job
+# to start 2 values: id, lease token; then the candidates' ids.
 # Finishes the given leased jobs (deleted, or kept as their result with the value for the
 # TTL), charges the attempt of the jobs that start, moves due scheduled jobs to ready, takes
 # back expired leases (to ready; to dead once a started attempt's lease ran out on the last
-# attempt), then leases up to ARGV[2] ready jobs, highest priority first. A ready job whose
-# hash is missing or unreadable goes to the dead set with the reason, alone.
+# attempt), then leases up to ARGV[2] ready jobs, highest priority first. It touches only
+# the candidates among the jobs it finds: one that is not a candidate (it came since PEEK)
+# is left for the next call, which is due at once. A ready job whose hash is missing or
+# unreadable goes to the dead set with the reason, alone.
 # Returns {ms until the next due job or lease expiry (0: more are ready, -1: none), the ids
 # among the finished and started whose lease had been lost, then per leased job 10 values:
 # id, task, args, kwargs, metadata, attempt (the number this run is), priority, due,
@@ -129,29 +145,40 @@ return results
 POP = script(
     "pop",
     """
-local jobs, count, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local count, lease = tonumber(ARGV[2]), tonumber(ARGV[3])
 local worker, max_attempts, charge = ARGV[4], tonumber(ARGV[5]), ARGV[7] == '1'
 local n_finish, n_start = tonumber(ARGV[8]), tonumber(ARGV[9])
 if count > 1000 or n_finish > 1000 or n_start > 1000 then
   return redis.error_reply('POP takes at most 1000 jobs of each kind')
 end
+-- given: each candidate's id, and the index of its key in KEYS (its corrupt key follows)
+local given, first_key, first_id = {}, 7 + 2 * n_finish + n_start, 10 + 3 * n_finish + 2 * n_start
+for j = 0, tonumber(ARGV[1]) - 1 do given[ARGV[first_id + j]] = first_key + 2 * j end
+local more = false  -- a job found that is not a candidate: the next call is due at once
+local function mine(ids)
+  local kept = {}
+  for _, id in ipairs(ids) do
+    if given[id] then kept[#kept + 1] = id else more = true end
+  end
+  return kept
+end
 local now = now_ms()
 local lost = finish_and_start(worker, ARGV[6], 10, n_finish, n_start, now)
 local sched_at = head(SCHED)
 if sched_at and sched_at <= now then
-  local due = redis.call('ZRANGEBYSCORE', SCHED, '-inf', now, 'LIMIT', 0, 1000)
+  local due = mine(redis.call('ZRANGEBYSCORE', SCHED, '-inf', now, 'LIMIT', 0, 1000))
   zrem_all(SCHED, due)
-  for _, id in ipairs(due) do make_ready(jobs .. id, id) end
+  for _, id in ipairs(due) do make_ready(KEYS[given[id]], id) end
   sched_at = head(SCHED)
 end
 local run_at = head(RUN)
 if run_at and run_at <= now then
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', RUN, '-inf', now, 'LIMIT', 0, 100)) do
+  for _, id in ipairs(mine(redis.call('ZRANGEBYSCORE', RUN, '-inf', now, 'LIMIT', 0, 100))) do
     redis.call('ZREM', RUN, id)
-    local key = jobs .. id
+    local key = KEYS[given[id]]
     local ok, f = pcall(redis.call, 'HMGET', key, F.attempts, F.lease, F.started_lease, F.task)
     if not ok then
-      local aside = key .. ':corrupt'
+      local aside = KEYS[given[id] + 1]
       bury(key, id, now, 'The job in Redis is not a hash; it was set aside as ' .. aside .. '.',
         aside)
     elseif not f[4] then
@@ -180,14 +207,19 @@ end
 local reply = {-1, lost}
 if count > 0 then
   -- Read and check the candidates first; then lease the good ones and bury the bad ones.
-  local ids, leased, bad = redis.call('ZRANGE', READY, 0, count - 1), {}, {}
-  for _, id in ipairs(ids) do
-    local key = jobs .. id
+  local head_ids, ids, leased, bad = redis.call('ZRANGE', READY, 0, count - 1), {}, {}, {}
+  for _, id in ipairs(head_ids) do
+    if not given[id] then  -- came since PEEK: it waits for the next call (in order)
+      more = true
+      break
+    end
+    ids[#ids + 1] = id
+    local key = KEYS[given[id]]
     local ok, f = pcall(redis.call, 'HMGET', key, F.task, F.args, F.kwargs, F.meta, F.priority,
                         F.due, F.enqueued, F.workers, F.attempts)
     local err = nil
     if not ok then
-      err = 'The job in Redis is not a hash; it was set aside as ' .. key .. ':corrupt.'
+      err = 'The job in Redis is not a hash; it was set aside as ' .. KEYS[given[id] + 1] .. '.'
     elseif not f[1] and not f[2] then
       err = 'The job\\'s data is missing from Redis (its id was ready without its hash).'
     elseif not f[1] or f[1] == '' then
@@ -204,10 +236,14 @@ if count > 0 then
         end
       end
     end
-    if err then bad[#bad + 1] = {key, id, err, not ok} else leased[#leased + 1] = {key, id, f} end
+    if err then
+      bad[#bad + 1] = {key, id, err, not ok and KEYS[given[id] + 1]}
+    else
+      leased[#leased + 1] = {key, id, f}
+    end
   end
   zrem_all(READY, ids)
-  for _, b in ipairs(bad) do bury(b[1], b[2], now, b[3], b[4] and (b[1] .. ':corrupt')) end
+  for _, b in ipairs(bad) do bury(b[1], b[2], now, b[3], b[4]) end
   local expiries = {}
   for _, job in ipairs(leased) do
     local key, id, f = job[1], job[2], job[3]
@@ -231,9 +267,9 @@ if count > 0 then
     zadd_all(RUN, expiries)
     if not run_at or now + lease < run_at then run_at = now + lease end
   end
-  if #ids < count then count = -1 end  -- the ready set is empty now
+  if #head_ids < count then count = -1 end  -- the ready set is empty now
 end
-if count >= 0 and redis.call('ZCARD', READY) > 0 then
+if more or (count >= 0 and redis.call('ZCARD', READY) > 0) then
   reply[1] = 0
 elseif sched_at or run_at then
   reply[1] = math.max(0, math.min(sched_at or run_at, run_at or sched_at) - now)
