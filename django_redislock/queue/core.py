@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from ..conf import conf
 from ..redis.clients import get_redis, run_script
 from ..redis.scripts import LuaScript
+from .calls import WorkerCalls
 from .jobs import (
     JOB_ARGUMENTS,
     MAX_DELAY,
@@ -20,14 +21,11 @@ from .jobs import (
     checked_delay,
     checked_job_id,
     checked_priority,
-    decoded,
-    decoded_meta,
     due_argument,
     encoded,
     encoded_meta,
     error_text,
     new_ids,
-    number,
     text,
     trimmed,
 )
@@ -35,12 +33,12 @@ from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
-from .scripts import ENQUEUE, PEEK, POP
+from .scripts import ENQUEUE, POP
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
 
-class Queue(Operations):
+class Queue(WorkerCalls, Operations):
     """A named queue from ``REDISLOCK['QUEUES']``; see the README for the whole API."""
 
     def __init__(self, name: str, using: str | None = None) -> None:
@@ -208,65 +206,6 @@ class Queue(Operations):
             more = len(found) == take and len(jobs) < count
             if not (more or finished or started):
                 return jobs, wait, lost
-
-    def fetch_args(
-        self,
-        count: int,
-        lease: float | None,
-        worker: str,
-        finished: Sequence[tuple[Job, str | None]],
-        started: Sequence[Job] = (),
-        charge: bool = True,
-        candidates: Sequence[str] = (),
-    ) -> tuple[list[str], list[Any]]:
-        """POP's keys after the fixed ones, and its arguments: at most ``MAX_BATCH`` jobs of
-        each kind; ``candidates``: the ids ``candidates`` found, the only jobs it may take."""
-        if count > MAX_BATCH:
-            raise ValueError(f"One POP takes at most {MAX_BATCH} jobs of each kind.")
-        lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
-        keys, (worker, ttl, *leases) = self.start_args(worker, finished, started)
-        keys += [k for i in candidates for k in (self.keys.job(i), self.keys.corrupt(i))]
-        return keys, [len(candidates), count, lease_ms, worker, self.max_attempts, ttl,
-                      "1" if charge else "0", *leases, *candidates]  # fmt: skip
-
-    def candidates(self, count: int) -> list[str]:
-        """The ids a POP of ``count`` jobs would reach (ready, due, expired), read first so
-        that POP is given every key it touches; a POP finds the ones that came since."""
-        return list(dict.fromkeys(text(i) for ids in self.run(PEEK, (), (count,)) for i in ids))
-
-    def start_args(
-        self, worker: str, finished: Sequence[tuple[Job, str | None]], started: Sequence[Job]
-    ) -> tuple[list[str], list[Any]]:
-        """START's keys after the fixed ones, and its arguments: acknowledge ``finished``,
-        charge ``started`` (POP ends with the same)."""
-        if max(len(finished), len(started)) > MAX_BATCH:
-            raise ValueError(f"One START or POP takes at most {MAX_BATCH} jobs of each kind.")
-        keys = self.keys
-        acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
-        starts = [v for job in started for v in (job.id, job.lease or "")]
-        job_keys = [k for job, _ in finished for k in (keys.job(job.id), keys.result(job.id))]
-        job_keys += keys.jobs([job.id for job in started])
-        return job_keys, [worker or "-", max(1, round(self.result_ttl * 1000)), len(finished),
-                          len(started), *acks, *starts]  # fmt: skip
-
-    def fetched(self, reply: Any, worker: str) -> tuple[list[Job], float | None, list[str]]:
-        """``fetch``'s value from one POP reply."""
-        wait = None if reply[0] < 0 else reply[0] / 1000
-        lost = [text(job_id) for job_id in reply[1]]
-        jobs = []
-        for i in range(2, len(reply), 10):
-            job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
-                i : i + 10
-            ]
-            attempts = number(attempts)
-            job = Job(text(job_id), self.name, *decoded(task, args, kwargs),
-                      priority=number(priority), attempts=attempts, state=JobState.RUNNING.value,
-                      score=number(due), enqueued=number(enqueued),
-                      lease=f"{worker or '-'}#{attempts}", worker=worker or None,
-                      workers=tuple(text(workers).split(",")),
-                      meta=decoded_meta(meta))  # fmt: skip
-            jobs.append(job)
-        return jobs, wait, lost
 
     def release(self, jobs: Sequence[Job]) -> int:
         """Give back popped jobs that did not start: ready again at the front of their

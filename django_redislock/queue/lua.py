@@ -3,8 +3,8 @@ queue's fixed keys, and the Lua helpers that keep a job's structures consistent.
 
 Every queue script gets the queue's fixed keys first (``QueueKeys.fixed``: KEYS[1] ready,
 KEYS[2] sched, KEYS[3] run, KEYS[4] dead, KEYS[5] seq, KEYS[6] wake), then the keys of the
-jobs its caller names. Only POP also reaches jobs it finds itself (due, expired or ready
-ids): it gets the job key prefix in ARGV for those.
+jobs it touches: those its caller names, and for POP those PEEK found (the ready, due and
+expired ids), read first; POP leaves a job it finds that it was not given for the next call.
 
 An attempt is charged when a job starts, not when it is leased: a worker leases a few jobs
 ahead, and if it dies only the job it was running has used an attempt. POP charges the jobs
