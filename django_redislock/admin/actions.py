@@ -23,7 +23,8 @@ from ..exceptions import JobNotFound
 from ..locks.keys import validate_name
 from ..locks.listing import describe_lock
 from ..locks.lock import Lock
-from ..queue.core import STATES, Job, Queue, get_queue
+from ..queue.core import Job, Queue, get_queue
+from ..queue.jobs import LISTED_STATES, JobState
 from ..templatetags.redislock_admin import duration
 
 VIEW = "django_redislock.view_dashboard"
@@ -67,7 +68,7 @@ def target(action: Action, data: QueryDict) -> dict[str, str]:
             validate_name(found["name"])
         except ValueError as exc:
             raise Http404(str(exc)) from exc
-    if given.get("state", "ready") not in STATES:
+    if given.get("state", JobState.READY) not in LISTED_STATES:
         raise Http404(f"No state {given['state']!r}.")
     return {**found, **given}
 
@@ -130,7 +131,7 @@ def _job(t: Mapping[str, str], *states: str) -> tuple[Queue, Job]:
 
 
 def _requeuer(
-    state: str, summary: Callable[[Queue, Job], str], done: str
+    state: JobState, summary: Callable[[Queue, Job], str], done: str
 ) -> tuple[Callable[[Mapping[str, str]], dict[str, Any]], Callable[[Mapping[str, str]], str]]:
     """The describe and perform of an action that makes a ``state`` job ready again."""
 
@@ -148,7 +149,7 @@ def _requeuer(
 
 
 _describe_run, _run = _requeuer(
-    "scheduled",
+    JobState.SCHEDULED,
     lambda queue, job: (
         f"Run job “{job.id}” ({job.task}) of queue “{queue.name}” now instead "
         f"of at {_when(due_at(job))}."
@@ -156,7 +157,7 @@ _describe_run, _run = _requeuer(
     "Job “{job}” of queue “{queue}” was made ready to run now.",
 )
 _describe_retry, _retry = _requeuer(
-    "dead",
+    JobState.DEAD,
     lambda queue, job: (
         f"Run dead job “{job.id}” ({job.task}) of queue “{queue.name}” again "
         f"now, with its attempts reset (it failed after {job.attempts})."
@@ -166,7 +167,7 @@ _describe_retry, _retry = _requeuer(
 
 
 def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = _job(t, "ready", "scheduled", "dead")
+    queue, job = _job(t, JobState.READY, JobState.SCHEDULED, JobState.DEAD)
     return {
         "summary": f"Delete {job.state} job “{job.id}” ({job.task}) of queue “{queue.name}”. "
         "It will not run.",
@@ -184,14 +185,14 @@ def _delete(t: Mapping[str, str]) -> str:
 
 
 def _describe_purge(t: Mapping[str, str]) -> dict[str, Any]:
-    dead = get_queue(t["queue"]).counts()["dead"]
+    dead = get_queue(t["queue"]).counts()[JobState.DEAD]
     if not dead:
         raise Gone(f"Queue “{t['queue']}” has no dead jobs.")
     return {"summary": f"Delete all {dead} dead jobs of queue “{t['queue']}”, with their errors."}
 
 
 def _purge(t: Mapping[str, str]) -> str:
-    removed = get_queue(t["queue"]).purge("dead")
+    removed = get_queue(t["queue"]).purge(JobState.DEAD)
     if not removed:
         raise Gone(f"Queue “{t['queue']}” had no dead jobs; nothing was deleted.")
     return f"{removed} dead job{'s' if removed != 1 else ''} of queue “{t['queue']}” deleted."
@@ -221,9 +222,9 @@ ACTIONS = {
                     _as_dead),
 }  # fmt: skip
 # The actions offered on a job in each state.
-JOB_ACTIONS = {
-    "ready": ("delete",),
-    "scheduled": ("run", "delete"),
-    "running": (),
-    "dead": ("retry", "delete"),
+JOB_ACTIONS: dict[str, tuple[str, ...]] = {
+    JobState.READY: ("delete",),
+    JobState.SCHEDULED: ("run", "delete"),
+    JobState.RUNNING: (),
+    JobState.DEAD: ("retry", "delete"),
 }

@@ -12,7 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from ..conf import conf
 from ..locks.listing import list_locks
-from ..queue.core import STATES, get_queue
+from ..queue.core import get_queue
+from ..queue.jobs import LISTED_STATES
 from ..queue.registry import live_workers
 from .actions import ACTIONS, JOB_ACTIONS, MANAGE, RELEASE, due_at
 from .rendering import PER_PAGE, Pager, Rendering, can, corrupt, requested_page, seconds_since
@@ -35,7 +36,7 @@ class Pages(Rendering):
                     continue
                 rows.append({
                     "name": name,
-                    "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
+                    "states": [(s, counts[s], self._url("jobs", name, s)) for s in LISTED_STATES],
                     "oldest": oldest,
                 })  # fmt: skip
             return {"queues": rows}
@@ -101,7 +102,7 @@ class Pages(Rendering):
         }  # fmt: skip
 
     def jobs_view(self, request: HttpRequest, queue: str, state: str) -> HttpResponse:
-        if queue not in conf.QUEUES or state not in STATES:
+        if queue not in conf.QUEUES or state not in LISTED_STATES:
             raise Http404(f"No queue {queue!r} or no state {state!r}.")
 
         def load() -> dict[str, Any]:
@@ -128,7 +129,7 @@ class Pages(Rendering):
             return {
                 "jobs": rows,
                 "pager": pager,
-                "tabs": [(s, counts[s], self._url("jobs", queue, s)) for s in STATES],
+                "tabs": [(s, counts[s], self._url("jobs", queue, s)) for s in LISTED_STATES],
                 "purge_url": self._confirm(request, "purge", queue=queue) if purge else "",
             }
 

@@ -193,7 +193,7 @@ class Scheduler:
         queue = get_queue(entry.queue, self.using)
         latest = entry.latest(now)
         latest_ms = round(latest * 1000)
-        claim = queue.key("tick:" + entry.name)
+        claim = queue.keys.tick(entry.name)
         claimed = call(queue.client, "GET", claim)
         if claimed is None:
             # A new entry starts at its next tick: claim the current one without running it.

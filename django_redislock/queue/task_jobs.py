@@ -17,7 +17,7 @@ import django
 from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask
-from .core import AttemptError, Job
+from .jobs import AttemptError, Job, JobState
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 try:
@@ -43,13 +43,13 @@ TaskResultDoesNotExist = _exceptions.TaskResultDoesNotExist
 FrameworkInvalidTask = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
 normalize_json = _json.normalize_json
 
-_STATUS = {
-    "ready": TaskResultStatus.READY,
-    "scheduled": TaskResultStatus.READY,
-    "running": TaskResultStatus.RUNNING,
-    "dead": TaskResultStatus.FAILED,
-    "done": TaskResultStatus.SUCCESSFUL,
-    "unknown": TaskResultStatus.FAILED,  # not a hash in Redis: the worker buries it
+_STATUS: dict[str, Any] = {
+    JobState.READY: TaskResultStatus.READY,
+    JobState.SCHEDULED: TaskResultStatus.READY,
+    JobState.RUNNING: TaskResultStatus.RUNNING,
+    JobState.DEAD: TaskResultStatus.FAILED,
+    JobState.DONE: TaskResultStatus.SUCCESSFUL,
+    JobState.UNKNOWN: TaskResultStatus.FAILED,  # not a hash in Redis: the worker buries it
 }
 NOT_A_TASK = "The job's payload is not a JSON task description."
 dumps = json.JSONEncoder(separators=(",", ":")).encode

@@ -105,7 +105,7 @@ class Worker:
         self.leases = Leases(self.queues, self.id, one_at_a_time=inline, renew_every=beat,
                              stopping=self.stopping)  # fmt: skip
         self.runner = Runner(self.leases, patience=lease, inline=inline)
-        self.waiter = Waiter(self.client, [queue.key("wake") for queue in self.queues])
+        self.waiter = Waiter(self.client, [queue.keys.wake for queue in self.queues])
         self.tracker = Heartbeat(self.client, self.id, beat, self.describe)
         # Every worker started with schedule=True also enqueues the SCHEDULE's ticks.
         self.scheduler = Scheduler(using) if schedule and conf.SCHEDULE else None

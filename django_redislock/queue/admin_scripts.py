@@ -1,0 +1,94 @@
+"""The Lua scripts of the queue's operator side: CANCEL (and delete), REQUEUE, PURGE and
+READY_HEADS. Each gets the queue's fixed keys first (see ``lua``)."""
+
+from __future__ import annotations
+
+from .lua import script
+
+# KEYS: the fixed keys, KEYS[7] the job's key, KEYS[8] its corrupt key.  ARGV[1] id
+# ARGV[2] due (epoch ms) it must still have, or ""  ARGV[3] the state letters it may be in
+# (cancel: ready, scheduled; delete: also dead)
+# Deletes the job. 1, or 0 when missing, running, in another state or since rescheduled.
+# A dead id whose key is not a hash is deleted too (delete cleans up what POP set aside).
+CANCEL = script(
+    "cancel",
+    """
+local id, key, corrupt = ARGV[1], KEYS[7], KEYS[8]
+local ok, f = pcall(redis.call, 'HMGET', key, F.state, F.due)
+if not ok or not f[1] then
+  -- No hash (a key of another type, or none): only an entry of the dead set can be deleted.
+  if not string.find(ARGV[3], S.dead, 1, true) or not redis.call('ZSCORE', DEAD, id) then
+    return 0
+  end
+  redis.call('ZREM', DEAD, id)
+  redis.call('DEL', key, corrupt)
+  return 1
+end
+if not SETS[f[1]] or not string.find(ARGV[3], f[1], 1, true) then return 0 end
+if ARGV[2] ~= '' and f[2] ~= ARGV[2] then return 0 end
+redis.call('ZREM', SETS[f[1]], id)
+redis.call('DEL', key, corrupt)
+return 1
+""",
+)
+
+# KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id
+# Makes a scheduled or dead job ready now (a dead one with its attempts reset).
+# 1, or 0 when it is missing, already ready or running.
+REQUEUE = script(
+    "requeue",
+    """
+local id, key = ARGV[1], KEYS[7]
+local ok, state = pcall(redis.call, 'HGET', key, F.state)
+if not ok then return 0 end
+if state == S.scheduled then
+  redis.call('ZREM', SCHED, id)
+elseif state == S.dead then
+  redis.call('ZREM', DEAD, id)
+  redis.call('HSET', key, F.attempts, 0)
+  redis.call('HDEL', key, F.workers, F.finished)
+else
+  return 0
+end
+redis.call('HSET', key, F.due, now_ms())
+make_ready(key, id)
+wake(1)
+return 1
+""",
+)
+
+# KEYS: the fixed keys, KEYS[7] a state's sorted set, then per id its job key and its
+# corrupt key.  ARGV: ids read from that set (at most 1000)
+# Deletes the jobs still in the set; returns how many.
+PURGE = script(
+    "purge",
+    """
+if #ARGV > 1000 then return redis.error_reply('PURGE takes at most 1000 jobs') end
+local removed = 0
+for n, id in ipairs(ARGV) do
+  if redis.call('ZREM', KEYS[7], id) == 1 then
+    redis.call('DEL', KEYS[6 + 2 * n], KEYS[7 + 2 * n])
+    removed = removed + 1
+  end
+end
+return removed
+""",
+)
+
+# KEYS: the fixed keys.
+# {the server's time (epoch ms), then the id at the head of each priority band in use of
+# the ready set}: the ready set is ordered by priority first, so its head is not always the
+# oldest job (at most 201 bands, O(log n) each).
+READY_HEADS = script(
+    "ready_heads",
+    """
+local reply, min = {now_ms()}, '-inf'
+for _ = 1, 201 do
+  local first = redis.call('ZRANGEBYSCORE', READY, min, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #first == 0 then break end
+  reply[#reply + 1] = first[1]
+  min = string.format('%.0f', (math.floor(tonumber(first[2]) / BAND) + 1) * BAND)
+end
+return reply
+""",
+)

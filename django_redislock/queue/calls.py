@@ -1,0 +1,84 @@
+"""What a worker sends as it leases and starts jobs: the keys and arguments of PEEK, POP and
+START, and what POP's reply says. Mixed into ``Queue``; the worker's ``Channel`` sends them
+without waiting for their replies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..redis.scripts import LuaScript
+from .jobs import Job, JobState, decoded, decoded_meta, number, text
+from .keys import QueueKeys
+from .lua import MAX_BATCH
+from .scripts import PEEK
+
+
+class WorkerCalls:
+    name: str
+    keys: QueueKeys
+    lease: float
+    max_attempts: int
+    result_ttl: float
+
+    def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def fetch_args(
+        self,
+        count: int,
+        lease: float | None,
+        worker: str,
+        finished: Sequence[tuple[Job, str | None]],
+        started: Sequence[Job] = (),
+        charge: bool = True,
+        candidates: Sequence[str] = (),
+    ) -> tuple[list[str], list[Any]]:
+        """POP's keys after the fixed ones, and its arguments: at most ``MAX_BATCH`` jobs of
+        each kind; ``candidates``: the ids ``candidates`` found, the only jobs it may take."""
+        if count > MAX_BATCH:
+            raise ValueError(f"One POP takes at most {MAX_BATCH} jobs of each kind.")
+        lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
+        keys, (worker, ttl, *leases) = self.start_args(worker, finished, started)
+        keys += [k for i in candidates for k in (self.keys.job(i), self.keys.corrupt(i))]
+        return keys, [len(candidates), count, lease_ms, worker, self.max_attempts, ttl,
+                      "1" if charge else "0", *leases, *candidates]  # fmt: skip
+
+    def candidates(self, count: int) -> list[str]:
+        """The ids a POP of ``count`` jobs would reach (ready, due, expired), read first so
+        that POP is given every key it touches; a POP finds the ones that came since."""
+        return list(dict.fromkeys(text(i) for ids in self.run(PEEK, (), (count,)) for i in ids))
+
+    def start_args(
+        self, worker: str, finished: Sequence[tuple[Job, str | None]], started: Sequence[Job]
+    ) -> tuple[list[str], list[Any]]:
+        """START's keys after the fixed ones, and its arguments: acknowledge ``finished``,
+        charge ``started`` (POP ends with the same)."""
+        if max(len(finished), len(started)) > MAX_BATCH:
+            raise ValueError(f"One START or POP takes at most {MAX_BATCH} jobs of each kind.")
+        keys = self.keys
+        acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
+        starts = [v for job in started for v in (job.id, job.lease or "")]
+        job_keys = [k for job, _ in finished for k in (keys.job(job.id), keys.result(job.id))]
+        job_keys += keys.jobs([job.id for job in started])
+        return job_keys, [worker or "-", max(1, round(self.result_ttl * 1000)), len(finished),
+                          len(started), *acks, *starts]  # fmt: skip
+
+    def fetched(self, reply: Any, worker: str) -> tuple[list[Job], float | None, list[str]]:
+        """``fetch``'s value from one POP reply."""
+        wait = None if reply[0] < 0 else reply[0] / 1000
+        lost = [text(job_id) for job_id in reply[1]]
+        jobs = []
+        for i in range(2, len(reply), 10):
+            job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
+                i : i + 10
+            ]
+            attempts = number(attempts)
+            job = Job(text(job_id), self.name, *decoded(task, args, kwargs),
+                      priority=number(priority), attempts=attempts, state=JobState.RUNNING.value,
+                      score=number(due), enqueued=number(enqueued),
+                      lease=f"{worker or '-'}#{attempts}", worker=worker or None,
+                      workers=tuple(text(workers).split(",")),
+                      meta=decoded_meta(meta))  # fmt: skip
+            jobs.append(job)
+        return jobs, wait, lost

@@ -1,0 +1,304 @@
+"""A job as the queue stores it: its states, the fields of its hash, and the codec between a
+``Job`` and what Redis holds (checked on the way in, never trusted on the way out)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+MAX_JOB_ID = 200
+MAX_DELAY = 100 * 365.25 * 86400  # seconds
+MAX_TRACEBACK = 16000  # characters of a traceback kept (its end: where it was raised)
+JOB_ARGUMENTS = frozenset({"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta"})
+
+
+class JobState(str, Enum):
+    """A job's state, with the letter its hash stores (field ``s``). A member equals, and
+    hashes as, its name: ``JobState.READY == "ready"``."""
+
+    READY = "ready", "r"
+    SCHEDULED = "scheduled", "s"
+    RUNNING = "running", "x"
+    DEAD = "dead", "d"
+    DONE = "done", "k"  # finished, kept for RESULT_TTL with its return value
+    UNKNOWN = "unknown", ""  # what Redis holds is not a job's hash
+
+    letter: str
+
+    def __new__(cls, name: str, letter: str) -> JobState:
+        state = str.__new__(cls, name)
+        state._value_ = name
+        state.letter = letter
+        return state
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self.value, spec)
+
+    __str__ = str.__str__
+    __hash__ = str.__hash__
+
+    @classmethod
+    def of_letter(cls, letter: str) -> JobState:
+        return _BY_LETTER.get(letter, cls.UNKNOWN)
+
+
+_BY_LETTER = {state.letter: state for state in JobState if state.letter}
+# The states a pending job is listed in (each has its sorted set), in the admin's order.
+LISTED_STATES = (JobState.READY, JobState.SCHEDULED, JobState.RUNNING, JobState.DEAD)
+
+
+class Field:
+    """The fields of a job's hash. Short names keep it in Redis's compact encoding."""
+
+    TASK = "t"  # dotted path
+    ARGS = "ar"  # JSON list
+    KWARGS = "kw"  # JSON object; absent: none
+    META = "m"  # JSON object; absent: none
+    PRIORITY = "pr"  # absent: 0
+    ATTEMPTS = "a"  # attempts started; absent: 0
+    STATE = "s"  # a JobState letter
+    DUE = "sc"  # epoch ms
+    ENQUEUED = "e"  # epoch ms
+    STARTED = "st"  # the last attempt's start, epoch ms
+    WORKERS = "ws"  # the worker of each started attempt, comma-separated
+    LEASE = "l"  # the lease token while leased
+    WORKER = "w"  # the worker holding the lease
+    STARTED_LEASE = "sl"  # the lease under which the current attempt was charged
+    ERROR = "err"  # the last error
+    ERROR_CLASS = "ec"  # its exception class path
+    TRACEBACK = "tb"
+    ERRORS = "eh"  # every failed attempt's error, one JSON object a line
+    FINISHED = "f"  # done or dead, epoch ms
+    RESULT = "v"  # a done job's return value, JSON
+
+    @classmethod
+    def names(cls) -> dict[str, str]:
+        """Each field's Python name (lower case) and stored name."""
+        return {k.lower(): v for k, v in vars(cls).items() if k.isupper()}
+
+
+def text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def number(value: Any, default: int = 0) -> int:
+    """A number field as read from Redis; ``default`` when absent or not a number."""
+    try:
+        return int(float(text(value))) if value not in (None, b"", "") else default
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
+@dataclass(frozen=True)
+class AttemptError:
+    """What one failed attempt of a job raised."""
+
+    error: str  # "ExceptionClass: message"
+    error_class: str = ""  # dotted path of the exception class ("" when not an exception)
+    traceback: str = ""
+    worker: str = ""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job as read from Redis. ``lease`` is set on a job returned by ``pop``; ``state``
+    is a ``JobState`` name (done: a finished job kept for RESULT_TTL, with its return value
+    as JSON text in ``result``). Times are epoch ms (0: not yet)."""
+
+    id: str
+    queue: str
+    task: str
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    priority: int = 0
+    attempts: int = 0
+    state: str = JobState.READY.value
+    score: int = 0  # due time, epoch ms
+    enqueued: int = 0  # epoch ms
+    started: int = 0  # the last attempt's start
+    finished: int = 0  # done or dead
+    lease: str | None = None
+    worker: str | None = None
+    workers: tuple[str, ...] = ()  # the worker of each attempt
+    error: str = ""
+    error_class: str = ""  # dotted path of the last error's exception class
+    traceback: str = ""
+    result: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # JSON kept with the job
+    errors: tuple[AttemptError, ...] = ()  # every failed attempt's, oldest first
+
+    @property
+    def due_at(self) -> datetime:
+        return datetime.fromtimestamp(self.score / 1000, tz=timezone.utc)
+
+    @property
+    def enqueued_at(self) -> datetime:
+        return datetime.fromtimestamp(self.enqueued / 1000, tz=timezone.utc)
+
+
+def not_a_hash(job_id: str, queue: str) -> Job:
+    return Job(job_id, queue, "", state=JobState.UNKNOWN.value,
+               error="The job in Redis is not a hash.")  # fmt: skip
+
+
+def from_hash(job_id: str, queue: str, fields: Mapping[str, Any]) -> Job:
+    """A job from its hash as read (field names decoded, values as Redis gave them)."""
+
+    def get(name: str) -> str:
+        return text(fields.get(name, b""))
+
+    return Job(job_id, queue, *decoded(fields.get(Field.TASK), fields.get(Field.ARGS),
+                                       fields.get(Field.KWARGS)),
+               priority=number(fields.get(Field.PRIORITY)),
+               attempts=number(fields.get(Field.ATTEMPTS)),
+               state=JobState.of_letter(get(Field.STATE)).value,
+               score=number(fields.get(Field.DUE)), enqueued=number(fields.get(Field.ENQUEUED)),
+               started=number(fields.get(Field.STARTED)),
+               finished=number(fields.get(Field.FINISHED)),
+               lease=get(Field.LEASE) or None, worker=get(Field.WORKER) or None,
+               workers=tuple(w for w in get(Field.WORKERS).split(",") if w),
+               error=get(Field.ERROR), error_class=get(Field.ERROR_CLASS),
+               traceback=get(Field.TRACEBACK),
+               result=get(Field.RESULT) if Field.RESULT in fields else None,
+               meta=decoded_meta(fields.get(Field.META)),
+               errors=_attempt_errors(get(Field.ERRORS)))  # fmt: skip
+
+
+def _attempt_errors(history: str) -> tuple[AttemptError, ...]:
+    errors = []
+    for line in history.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            values = {key: str(entry.get(key, "")) for key in "ectw"}
+            errors.append(AttemptError(values["e"], values["c"], values["t"], values["w"]))
+    return tuple(errors)
+
+
+def attempt_error(error: str, error_class: str, traceback: str, worker: str) -> str:
+    """One failed attempt as the error history stores it ("" for no error)."""
+    return dumps({"e": error, "c": error_class, "t": traceback, "w": worker}) if error else ""
+
+
+def error_text(error: str | BaseException) -> tuple[str, str]:
+    """An error as stored: its text, and its exception class path (when an exception)."""
+    if isinstance(error, str):
+        return error, ""
+    cls = type(error)
+    try:
+        message = str(error)
+    except Exception:  # a task's exception whose __str__ fails: its failure is kept all the same
+        message = "<the exception's text could not be made>"
+    return f"{cls.__name__}: {message}", f"{cls.__module__}.{cls.__qualname__}"
+
+
+def trimmed(traceback: str) -> str:
+    if len(traceback) <= MAX_TRACEBACK:
+        return traceback
+    return "...\n" + traceback[-MAX_TRACEBACK:]
+
+
+dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def encoded(task: Any, args: Any, kwargs: Any) -> tuple[str, str, str]:
+    """A job's task, args and kwargs as stored (JSON; "" for no kwargs)."""
+    if not isinstance(task, str) or not task:
+        raise TypeError(f"task must be a non-empty dotted path (str), not {task!r}.")
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"args must be a list, not {type(args).__name__}.")
+    if not isinstance(kwargs, Mapping):
+        raise TypeError(f"kwargs must be a dict, not {type(kwargs).__name__}.")
+    try:
+        return task, dumps(list(args)), dumps(dict(kwargs)) if kwargs else ""
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"args and kwargs of a job must be JSON-serializable ({exc}).") from exc
+
+
+def encoded_meta(meta: Any) -> str:
+    if meta is None or meta == {}:
+        return ""
+    if not isinstance(meta, Mapping):
+        raise TypeError(f"meta must be a dict, not {type(meta).__name__}.")
+    try:
+        return dumps(dict(meta))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"meta of a job must be JSON-serializable ({exc}).") from exc
+
+
+def decoded_meta(value: Any) -> dict[str, Any]:
+    if not value:
+        return {}
+    try:
+        meta = json.loads(value)
+    except (TypeError, ValueError, UnicodeDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def decoded(task: Any, args: Any, kwargs: Any) -> tuple[str, list[Any], dict[str, Any]]:
+    """A job's task, args and kwargs as read. Never anything but JSON: a job written by
+    something else gets an empty task, and the worker sends it to the dead set."""
+    try:
+        task, args = text(task), json.loads(args)
+        kwargs = json.loads(kwargs) if kwargs else {}
+        if task and isinstance(args, list) and isinstance(kwargs, dict):
+            return task, args, kwargs
+    except (TypeError, ValueError, UnicodeDecodeError):
+        pass
+    return "", [], {}
+
+
+def new_ids(count: int) -> Iterator[str]:
+    # 120 random bits each, 20 URL-safe characters (15 bytes: base64 without padding); one
+    # read of the OS's random source per batch.
+    chars = base64.urlsafe_b64encode(os.urandom(15 * count)).decode()
+    return (chars[i : i + 20] for i in range(0, 20 * count, 20))
+
+
+def checked_job_id(job_id: Any) -> str:
+    if not isinstance(job_id, str) or not job_id or len(job_id) > MAX_JOB_ID:
+        raise ValueError(f"job_id must be a non-empty str of at most {MAX_JOB_ID} characters.")
+    if not job_id.isprintable() or "{" in job_id or "}" in job_id:
+        raise ValueError(f"job_id {job_id!r} contains braces or control characters.")
+    return job_id
+
+
+def checked_priority(priority: Any) -> int:
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise TypeError(f"priority must be an int, not {type(priority).__name__}.")
+    if not -100 <= priority <= 100:
+        raise ValueError(f"priority must be from -100 to 100, not {priority}.")
+    return priority
+
+
+def due_argument(delay: Any, at: Any) -> int:
+    """The due argument of ENQUEUE: epoch ms for ``at``, minus the delay in ms for ``delay``."""
+    if at is not None:
+        if delay is not None:
+            raise TypeError("Pass delay or at, not both.")
+        if not isinstance(at, datetime) or at.tzinfo is None:
+            raise TypeError(f"at must be an aware datetime, not {at!r}.")
+        return max(1, round(at.timestamp() * 1000))
+    if delay is None:
+        return 0
+    return -round(checked_delay(delay) * 1000)
+
+
+def checked_delay(delay: Any) -> float:
+    if not isinstance(delay, (int, float)) or isinstance(delay, bool):
+        raise TypeError(f"delay must be a number of seconds, not {type(delay).__name__}.")
+    if math.isnan(delay) or math.isinf(delay) or delay < 0:
+        raise ValueError(f"delay must be a finite number of seconds >= 0, not {delay!r}.")
+    if delay > MAX_DELAY:  # a due time past that overflows Redis's integer replies
+        raise ValueError(f"delay must be at most {MAX_DELAY:.0f} s (100 years), not {delay!r}.")
+    return delay

@@ -1,0 +1,64 @@
+"""The key layout of one queue: the only place its Redis keys are named.
+
+Every key of a queue shares the hash tag ``{Q:<queue>}``, so every script runs on Redis
+Cluster (``base`` = ``<prefix>:{Q:<queue>}:``):
+
+    base j:<id>          hash    a pending job (fields: ``jobs.Field``)
+    base result:<id>     hash    a finished job kept for RESULT_TTL: the job's hash, renamed,
+                                 with state done and its return value
+    base j:<id>:corrupt  any     what was found at ``j:<id>`` when it was not a hash, set aside
+    base ready           zset    ready ids; score (100 - priority) * 2^40 + arrival number
+    base sched           zset    scheduled ids; score = due (epoch ms)
+    base run             zset    leased ids; score = lease expiry (epoch ms)
+    base dead            zset    dead ids; score = when they died (epoch ms)
+    base seq             string  arrival counter (FIFO within a priority)
+    base wake            list    wake-up tokens: a worker blocks on it (BLPOP) when idle
+    base tick:<name>     string  the last tick (epoch ms) enqueued for a SCHEDULE entry
+"""
+
+from __future__ import annotations
+
+from .jobs import JobState
+
+_SETS: dict[str, str] = {JobState.READY: "ready", JobState.SCHEDULED: "sched",
+                         JobState.RUNNING: "run", JobState.DEAD: "dead"}  # fmt: skip
+
+
+class QueueKeys:
+    """The keys of queue ``name`` under ``prefix``. ``fixed`` are the keys every queue
+    script is given first, in this order: ready, sched, run, dead, seq, wake."""
+
+    def __init__(self, prefix: str, name: str) -> None:
+        self.base = f"{prefix}:{{Q:{name}}}:"
+        self.ready = self.base + "ready"
+        self.sched = self.base + "sched"
+        self.run = self.base + "run"
+        self.dead = self.base + "dead"
+        self.seq = self.base + "seq"
+        self.wake = self.base + "wake"
+        self.fixed = (self.ready, self.sched, self.run, self.dead, self.seq, self.wake)
+        self.job_prefix = self.base + "j:"
+        self._result = self.base + "result:"
+
+    def job(self, job_id: str) -> str:
+        return self.job_prefix + job_id
+
+    def jobs(self, job_ids: list[str]) -> list[str]:
+        prefix = self.job_prefix
+        return [prefix + job_id for job_id in job_ids]
+
+    def corrupt(self, job_id: str) -> str:
+        """Where a job's key that was not a hash is set aside."""
+        return self.job_prefix + job_id + ":corrupt"
+
+    def result(self, job_id: str) -> str:
+        return self._result + job_id
+
+    def tick(self, entry: str) -> str:
+        return self.base + "tick:" + entry
+
+    def of_state(self, state: str) -> str:
+        """The sorted set of the jobs in ``state`` (ready, scheduled, running or dead)."""
+        if state not in _SETS:
+            raise ValueError(f"state must be one of {', '.join(_SETS)}, not {state!r}.")
+        return self.base + _SETS[state]

@@ -1,0 +1,99 @@
+"""The Lua scripts that end or keep a lease the caller holds: RELEASE (give back jobs that
+did not start), SETTLE (a failed or retried attempt) and RENEW. Each gets the queue's fixed
+keys first (see ``lua``), then the key of each job it names."""
+
+from __future__ import annotations
+
+from .lua import script
+
+# KEYS: the fixed keys, then each job's key.  ARGV: pairs of id, lease token (at most 1000)
+# Gives back leased jobs that never started (a worker's jobs leased ahead, when it stops or
+# one of its jobs runs long): ready again at the front of their priority, in their order,
+# an attempt charged under this lease given back. Returns how many it gave back.
+RELEASE = script(
+    "release",
+    """
+local n = #ARGV / 2
+if n > 1000 then return redis.error_reply('RELEASE takes at most 1000 jobs') end
+local back = {}
+for j = 1, n do
+  local key = KEYS[6 + j]
+  local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.priority, F.attempts, F.workers,
+                      F.started_lease)
+  if ok and f[1] == ARGV[2 * j] then back[#back + 1] = {j, key, f} end
+end
+for _, b in ipairs(back) do
+  local j, key, f = b[1], b[2], b[3]
+  local id = ARGV[2 * j - 1]
+  redis.call('ZREM', RUN, id)
+  redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
+  if f[5] == f[1] then  -- charged under this lease: give the attempt back
+    local ws = f[4] and string.match(f[4], '^(.*),[^,]*$')
+    if ws then redis.call('HSET', key, F.workers, ws) else redis.call('HDEL', key, F.workers) end
+    redis.call('HSET', key, F.attempts, math.max(0, (num(f[3], 1) or 1) - 1))
+    redis.call('HDEL', key, F.started)
+  end
+  redis.call('HSET', key, F.state, S.ready)
+  local pr = num(f[2], 0) or 0
+  redis.call('ZADD', READY, (100 - pr) * BAND - n + j - 1, id)
+end
+if #back > 0 then wake(#back) end
+return #back
+""",
+)
+
+# KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id  ARGV[2] lease token  ARGV[3]
+# delay ms (-1: to the dead set)  ARGV[4] error  ARGV[5] traceback  ARGV[6] exception class
+# path  ARGV[7] the error as a JSON object for the history ("" for none)  ARGV[8] worker id
+# Gives a leased job back: scheduled again after the delay, or dead; its attempt is charged
+# if it was not yet. 1, or 0 if the lease was lost (another worker may have it by now).
+SETTLE = script(
+    "settle",
+    """
+local id, key, delay, worker = ARGV[1], KEYS[7], tonumber(ARGV[3]), ARGV[8]
+local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers)
+if not ok or f[1] ~= ARGV[2] then return 0 end
+local now = now_ms()
+redis.call('ZREM', RUN, id)
+redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
+if f[2] ~= f[1] then  -- never started through POP: this attempt is charged now
+  redis.call('HSET', key, F.attempts, (num(f[3], 0) or 0) + 1, F.started, now,
+    F.workers, f[4] and (f[4] .. ',' .. worker) or worker)
+end
+redis.call('HSET', key, F.error, ARGV[4], F.traceback, ARGV[5], F.error_class, ARGV[6])
+if ARGV[7] ~= '' then add_error(key, ARGV[7]) end
+if delay < 0 then
+  redis.call('HSET', key, F.state, S.dead, F.finished, now)
+  redis.call('ZADD', DEAD, now, id)
+elseif delay == 0 then
+  redis.call('HSET', key, F.due, now)
+  make_ready(key, id)
+  wake(1)
+else
+  redis.call('HSET', key, F.state, S.scheduled, F.due, now + delay)
+  redis.call('ZADD', SCHED, now + delay, id)
+  wake(1)
+end
+return 1
+""",
+)
+
+# KEYS: the fixed keys, then each job's key.  ARGV[1] lease ms, then pairs of id, lease token
+# Renews the leases still held; returns the ids whose lease was lost.
+RENEW = script(
+    "renew",
+    """
+local lease = tonumber(ARGV[1])
+local now, lost = now_ms(), {}
+for j = 1, (#ARGV - 1) / 2 do
+  local id = ARGV[2 * j]
+  local ok, l = pcall(redis.call, 'HGET', KEYS[6 + j], F.lease)
+  if ok and l == ARGV[2 * j + 1] then
+    redis.call('ZADD', RUN, 'XX', now + lease, id)
+  else
+    lost[#lost + 1] = id
+  end
+end
+return lost
+""",
+)

@@ -1,0 +1,163 @@
+"""What every queue script shares: the job states and hash fields (from ``jobs``), the
+queue's fixed keys, and the Lua helpers that keep a job's structures consistent.
+
+Every queue script gets the queue's fixed keys first (``QueueKeys.fixed``: KEYS[1] ready,
+KEYS[2] sched, KEYS[3] run, KEYS[4] dead, KEYS[5] seq, KEYS[6] wake), then the keys of the
+jobs it touches: those its caller names, and for POP those PEEK found (the ready, due and
+expired ids), read first; POP leaves a job it finds that it was not given for the next call.
+
+An attempt is charged when a job starts, not when it is leased: a worker leases a few jobs
+ahead, and if it dies only the job it was running has used an attempt. POP charges the jobs
+it leases when told they start at once; a worker that leases ahead starts each job with a
+START that names it (sent without waiting for the reply).
+
+Every script reads and checks what it needs before its first write, and treats a field it
+cannot parse as a bad job (sent to the dead set with the reason), never as a script error:
+Redis does not roll back a script that fails half-way. Lists given to ZADD/ZREM go in chunks
+(Lua's ``unpack`` has a limit of about 8,000 values). Times come from the Redis server's
+clock (TIME), so workers and web processes with skewed clocks still agree on what is due.
+"""
+
+from __future__ import annotations
+
+from ..redis.scripts import LuaScript, _script
+from .jobs import Field, JobState
+
+# The most jobs one script call takes or returns; callers split larger batches.
+MAX_BATCH = 1000
+FIXED_KEYS = 6
+
+
+def _table(name: str, pairs: dict[str, str]) -> str:
+    return f"local {name} = {{" + ", ".join(f"{k} = '{v}'" for k, v in pairs.items()) + "}\n"
+
+
+PRELUDE = (
+    _table("S", {state.value: state.letter for state in JobState if state.letter})
+    + _table("F", Field.names())
+    + """
+local READY, SCHED, RUN, DEAD, SEQ, WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local SETS = {[S.ready] = READY, [S.scheduled] = SCHED, [S.dead] = DEAD}
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local BAND = 1099511627776  -- 2^40: the ready score of priority p is (100 - p) * BAND + seq
+
+-- A number from a hash field: absent gives the default, anything unparsable gives nil.
+local function num(v, default)
+  if v == false or v == nil then return default end
+  return tonumber(v)
+end
+
+-- ZADD score/member pairs and ZREM members, a thousand values per call.
+local function zadd_all(key, flat)
+  for i = 1, #flat, 1000 do
+    redis.call('ZADD', key, unpack(flat, i, math.min(i + 999, #flat)))
+  end
+end
+local function zrem_all(key, ids)
+  for i = 1, #ids, 1000 do
+    redis.call('ZREM', key, unpack(ids, i, math.min(i + 999, #ids)))
+  end
+end
+
+-- Put job ``id`` (its hash at ``key``) on the ready set, behind its priority's earlier jobs
+-- (a priority that is not a number counts as 0: POP then buries the job with the reason).
+local function make_ready(key, id)
+  local pr = num(redis.call('HGET', key, F.priority), 0) or 0
+  if pr < -100 or pr > 100 then pr = 0 end
+  redis.call('ZADD', READY, (100 - pr) * BAND + redis.call('INCR', SEQ), id)
+  redis.call('HSET', key, F.state, S.ready)
+end
+
+-- Append one failed attempt's error (a JSON object) to the job's error history, keeping
+-- the newest 256 KB.
+local function add_error(key, entry)
+  local history = redis.call('HGET', key, F.errors) or ''
+  history = history .. entry .. '\\n'
+  while #history > 262144 do
+    local cut = string.find(history, '\\n', 1, true)
+    history = string.sub(history, cut + 1)
+  end
+  redis.call('HSET', key, F.errors, history)
+end
+
+-- Send job ``id`` to the dead set with ``err``. With ``corrupt`` (the key is not a hash),
+-- the key is first set aside there so that the dead entry can say why.
+local function bury(key, id, now, err, corrupt)
+  if corrupt then redis.call('RENAME', key, corrupt) end
+  redis.call('HDEL', key, F.lease, F.worker)
+  redis.call('HSET', key, F.state, S.dead, F.finished, now, F.error, err, F.error_class, '',
+             F.traceback, '')
+  redis.call('ZADD', DEAD, now, id)
+end
+
+-- Leave ``n`` wake-up tokens for the workers blocked on the queue. Past 128 tokens (no
+-- worker is taking them) the list is cut back to 64: one LTRIM per 64 wake-ups at most.
+local function wake(n)
+  local tokens = {}
+  for i = 1, math.min(n, 64) do tokens[i] = 1 end
+  if redis.call('RPUSH', WAKE, unpack(tokens)) > 128 then redis.call('LTRIM', WAKE, -64, -1) end
+end
+
+-- The score of the first member of a sorted set, or nil.
+local function head(key)
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  return first[2] and tonumber(first[2])
+end
+
+-- Finish the ``n_finish`` leased jobs described from ARGV[at] (id, lease token, return value
+-- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms; their job
+-- and result keys from KEYS[7]), then charge the attempt of the ``n_start`` jobs described
+-- after them (id, lease token; their job keys after those) that start now. Reads and checks
+-- every lease before its first write. Returns the ids whose lease had been lost.
+local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
+  local lost, finished, finishing, starting = {}, {}, {}, {}
+  for n = 0, n_finish - 1 do
+    local i, k = at + 3 * n, 7 + 2 * n
+    local ok, l = pcall(redis.call, 'HGET', KEYS[k], F.lease)
+    if ok and l == ARGV[i + 1] then
+      finishing[#finishing + 1] = {i, k}
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
+  end
+  for n = 0, n_start - 1 do
+    local i, key = at + 3 * n_finish + 2 * n, KEYS[7 + 2 * n_finish + n]
+    local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers)
+    if ok and f[1] == ARGV[i + 1] then
+      if f[2] ~= f[1] then starting[#starting + 1] = {key, f[3], f[4]} end
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
+  end
+  for _, job in ipairs(finishing) do
+    local i, key, result = job[1], KEYS[job[2]], KEYS[job[2] + 1]
+    finished[#finished + 1] = ARGV[i]
+    if ARGV[i + 2] == '' then
+      redis.call('DEL', key)
+    else
+      redis.call('RENAME', key, result)
+      redis.call('HSET', result, F.state, S.done, F.result, ARGV[i + 2], F.finished, now,
+                 F.lease, '')
+      redis.call('PEXPIRE', result, ttl)
+    end
+  end
+  if #finished > 0 then zrem_all(RUN, finished) end
+  for _, s in ipairs(starting) do
+    local ws, attempt = s[3] and (s[3] .. ',' .. worker) or worker, (num(s[2], 0) or 0) + 1
+    redis.call('HSET', s[1], F.attempts, attempt, F.started_lease, worker .. '#' .. attempt,
+               F.started, now, F.workers, ws)
+  end
+  return lost
+end
+"""
+)
+
+
+def script(name: str, body: str) -> LuaScript:
+    """A queue script: ``body`` after the shared prelude."""
+    return _script(name, PRELUDE + body)
