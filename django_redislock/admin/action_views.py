@@ -22,9 +22,7 @@ logger = logging.getLogger("django_redislock.admin")
 
 class ActionViews(Rendering):
     def confirm_view(self, request: HttpRequest, action: str) -> HttpResponse:
-        act = self._action(request, action)
-        fields = target(act, request.GET)
-        back = self._next(request, request.GET)
+        act, fields, back = self._asked(request, action, request.GET)
         try:
             described = act.describe(fields)
         except Gone as gone:
@@ -42,9 +40,7 @@ class ActionViews(Rendering):
         return self._render(request, "confirm.html", f"{act.label}: are you sure?", context)
 
     def action_view(self, request: HttpRequest, action: str) -> HttpResponse:
-        act = self._action(request, action)
-        fields = target(act, request.POST)
-        back = self._next(request, request.POST)
+        act, fields, back = self._asked(request, action, request.POST)
         try:
             done = act.perform(fields)
         except Gone as gone:
@@ -56,6 +52,14 @@ class ActionViews(Rendering):
             self._log(request, act, fields, done)
             messages.success(request, done)
         return HttpResponseRedirect(back)
+
+    def _asked(
+        self, request: HttpRequest, name: str, data: Any
+    ) -> tuple[Action, dict[str, str], str]:
+        """The action asked for (if permitted), its target from ``data``, and where to go
+        back to."""
+        act = self._action(request, name)
+        return act, target(act, data), self._next(request, data)
 
     def _action(self, request: HttpRequest, name: str) -> Action:
         if name not in ACTIONS:
