@@ -171,12 +171,15 @@ def fill_locks(client: Any, count: int) -> None:
         pipe = client.pipeline(transaction=False)
         for i in range(start, end):
             lock = Lock(lock_name(i, count), ttl=LOCK_TTL, fencing=i % 2 == 0)
-            keys = lock.keys
-            args = list(lock._acquire_args(f"{token_hex(8)}|", False, False))
-            pipe.execute_command("EVALSHA", sha, 4, *keys, *args)
+            token = f"{token_hex(8)}|"
+            keys = lock.keys.acquiring(token)
+            args = list(lock._args(token, register=False, queued=False))
+            pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
             if i % 100 == 50:  # a waiter, queued (registered for as long as the lock lasts)
-                args[0], args[7] = f"{token_hex(8)}|", LOCK_TTL * 1000
-                pipe.execute_command("EVALSHA", sha, 4, *keys, *args)
+                waiter = f"{token_hex(8)}|"
+                keys = lock.keys.acquiring(waiter)
+                args[0], args[7] = waiter, LOCK_TTL * 1000
+                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
         held = sum(1 for reply in pipe.execute() if type(reply) is int)  # else {pttl}: busy
         if held != end - start:
             raise RuntimeError(f"Only {held} of locks {start}..{end} could be taken.")
