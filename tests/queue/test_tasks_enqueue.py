@@ -20,8 +20,8 @@ except ImportError:  # Django 5.2: the backport
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import JobNotFound
 
-from . import task_examples as examples
-from .conftest import Backend
+from .. import task_examples as examples
+from ..conftest import Backend
 
 BACKEND = "django_redislock.tasks.RedisTaskBackend"
 

@@ -18,8 +18,10 @@ from django_redislock.queue.registry import live_workers
 from django_redislock.queue.worker import Worker
 from tests.servers import free_port
 
-from .conftest import Backend, Processes
-from .tasks import DONE
+from ..conftest import Backend, Processes
+from ..tasks import DONE
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.processes
 
@@ -147,7 +149,7 @@ def test_command_exits_clearly_when_redis_is_unreachable() -> None:
         "execute_from_command_line(['manage.py', 'run_queue_worker'])"
     )
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                            timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))  # fmt: skip
+                            timeout=60, cwd=ROOT)  # fmt: skip
     assert result.returncode == 3, result.stderr
     assert "Cannot start" in result.stderr
     assert "Redis is unreachable" in result.stderr

@@ -25,8 +25,8 @@ from django_redislock.queue.registry import live_workers
 from django_redislock.queue.worker import Worker
 from tests.servers import RedisServer
 
-from .conftest import Backend, Processes
-from .tasks import DONE, STARTED
+from ..conftest import Backend, Processes
+from ..tasks import DONE, STARTED
 
 pytestmark = pytest.mark.processes
 

@@ -34,8 +34,8 @@ from django_redislock.queue.registry import live_workers
 from django_redislock.queue.worker import Worker
 from tests.servers import RedisServer
 
-from .conftest import Processes
-from .tasks import STARTED
+from ..conftest import Processes
+from ..tasks import STARTED
 
 try:
     from django.tasks import task
@@ -44,7 +44,7 @@ except ImportError:  # Django 5.2: the backport
 
 pytestmark = pytest.mark.processes
 
-NAP = "tests.test_worker_chaos.nap"
+NAP = "tests.queue.test_worker_chaos.nap"
 
 
 @task()
@@ -163,7 +163,9 @@ def test_a_failure_recorded_while_redis_refuses_writes_keeps_the_worker(
     queue = get_queue()
     worker = processes.start(run_worker, 1)
     wait_for(lambda: len(live_workers()) == 1)
-    queue.enqueue("tests.test_worker_chaos.fail_slowly", args=[0.5], job_id="failing", delay=0.5)
+    queue.enqueue(
+        "tests.queue.test_worker_chaos.fail_slowly", args=[0.5], job_id="failing", delay=0.5
+    )
     admin = server.client()
     admin.config_set("maxmemory", 1)  # the job is leased, started and fails in it
     time.sleep(2.0)
@@ -396,7 +398,7 @@ def test_a_task_calling_os_exit_buries_only_itself(
     is lost."""
     queue = get_queue()
     queue.enqueue_many(naps(10))
-    queue.enqueue("tests.test_worker_chaos.exit_now", job_id="exit")
+    queue.enqueue("tests.queue.test_worker_chaos.exit_now", job_id="exit")
     queue.enqueue_many([{"task": NAP, "args": [i], "job_id": f"k{i}"} for i in range(30)])
     exits = 0
     while queue.get("exit").state != "dead":
@@ -432,7 +434,7 @@ def test_a_task_hanging_past_its_lease_runs_once(
     """A job running three leases long: its worker renews its lease, so the other worker
     never takes it; it runs once and ends done."""
     queue = get_queue()  # LEASE 2
-    queue.enqueue("tests.test_worker_chaos.hang", args=[1, 6.0], job_id="hung")
+    queue.enqueue("tests.queue.test_worker_chaos.hang", args=[1, 6.0], job_id="hung")
     queue.enqueue_many(naps(50))
     workers = [processes.start(run_worker, concurrency) for _ in range(2)]
     wait_for(lambda: queue.get("hung").state == "done", 30)
@@ -502,8 +504,10 @@ def test_odd_exceptions_are_failed_attempts(server: RedisServer, concurrency: in
     queue = get_queue()
     kinds = ["generator-exit", "unprintable", "stop-iteration"]
     for kind in kinds:
-        queue.enqueue("tests.test_worker_chaos.raise_odd", args=[kind], job_id=kind)
-        queue.enqueue("tests.test_worker_chaos.raise_odd_async", args=[kind], job_id=f"a-{kind}")
+        queue.enqueue("tests.queue.test_worker_chaos.raise_odd", args=[kind], job_id=kind)
+        queue.enqueue(
+            "tests.queue.test_worker_chaos.raise_odd_async", args=[kind], job_id=f"a-{kind}"
+        )
     queue.enqueue_many(naps(5))
     deadline = time.monotonic() + 45
     while not settled(queue):
@@ -543,7 +547,7 @@ def test_delays_past_a_century_are_refused(server: RedisServer) -> None:
 
 # --- the command, with Redis gone under it ----------------------------------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def command_worker(redislock: dict[str, Any], *options: str) -> subprocess.Popen[bytes]:
@@ -584,7 +588,7 @@ def test_the_command_rides_out_a_restart_and_drains_with_redis_gone(
         queue.enqueue_many(naps(200))
         wait_for(lambda: settled(queue), 30)
         all_done(queue, [f"j{i}" for i in range(200)])
-        queue.enqueue("tests.test_worker_chaos.hang", args=[1, 1.0], job_id="hung")
+        queue.enqueue("tests.queue.test_worker_chaos.hang", args=[1, 1.0], job_id="hung")
         wait_for(lambda: get_redis().llen(STARTED) == 1, 30)
         server.kill()
         worker.send_signal(signal.SIGTERM)

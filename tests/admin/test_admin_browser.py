@@ -29,8 +29,8 @@ from django.test.testcases import LiveServerThread
 
 from django_redislock import Lock, get_queue, get_redis
 
-from .conftest import Backend, Processes
-from .tasks import DONE
+from ..conftest import Backend, Processes
+from ..tasks import DONE
 
 try:
     from playwright.sync_api import Locator, Page, ViewportSize, expect, sync_playwright
@@ -41,7 +41,7 @@ else:
 
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(90)]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "admin.png"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]

@@ -13,6 +13,8 @@ from django.core.management.base import SystemCheckError
 
 from django_redislock.checks import check_settings
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def ids(settings, value):
     settings.REDISLOCK = value
@@ -110,7 +112,7 @@ def test_manage_py_check_runs_the_task_backend_checks():
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                            timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))  # fmt: skip
+                            timeout=60, cwd=ROOT)  # fmt: skip
     assert result.returncode == 1, result.stderr
     assert result.stderr.count("django_redislock.E013") == 1, result.stderr
 

@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django_redislock.exceptions import JobNotFound
 from django_redislock.queue.core import Queue, get_queue
 
-from .conftest import Backend
+from ..conftest import Backend
 
 
 @pytest.fixture

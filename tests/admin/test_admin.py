@@ -24,7 +24,7 @@ from django_redislock.queue.worker import Worker
 from django_redislock.templatetags.redislock_admin import duration
 from tests.servers import free_port
 
-from .conftest import Backend
+from ..conftest import Backend
 
 pytestmark = pytest.mark.django_db
 

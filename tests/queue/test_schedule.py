@@ -20,7 +20,7 @@ from django_redislock.queue.schedule import Entry, Scheduler
 from django_redislock.queue.worker import Worker
 from tests.servers import RedisServer
 
-from .conftest import Backend, Processes
+from ..conftest import Backend, Processes
 from .test_worker import done, wait_for
 
 TASK = "tests.tasks.record"  # a @task in an installed app: the check resolves it

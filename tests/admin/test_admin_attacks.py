@@ -22,7 +22,7 @@ from django_redislock.queue.core import Queue
 from django_redislock.queue.registry import live_workers
 from django_redislock.templatetags.redislock_admin import duration
 
-from .conftest import Backend, _configure
+from ..conftest import Backend, _configure
 from .test_admin import QUEUES, cell, dead_job, html, staff_client, url
 
 pytestmark = pytest.mark.django_db

@@ -36,8 +36,8 @@ from django_redislock.queue.runner import run_job
 from django_redislock.queue.tasks import RedisTaskBackend
 from django_redislock.queue.worker import Worker
 
-from . import task_examples as examples
-from .conftest import Backend, Processes
+from .. import task_examples as examples
+from ..conftest import Backend, Processes
 
 BACKEND = "django_redislock.tasks.RedisTaskBackend"
 LOGGER = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"

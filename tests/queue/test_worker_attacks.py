@@ -27,8 +27,8 @@ from django_redislock.queue.core import MAX_BATCH, Queue
 from django_redislock.queue.registry import live_workers
 from django_redislock.queue.worker import Worker
 
-from .conftest import Backend, Processes
-from .tasks import DONE
+from ..conftest import Backend, Processes
+from ..tasks import DONE
 
 pytestmark = pytest.mark.processes
 
