@@ -1,6 +1,22 @@
 """Lock names and their validation, the Redis key layout of a lock and its shard, and the
-codec of a lock's value (see ``scripts`` for what each key holds). Nothing else in the
-package builds a lock's key or reads its value."""
+codec of a lock's value. Nothing else in the package builds a lock's key or reads its value.
+
+Key layout of one lock (``base`` = ``<prefix>:{L<shard>}:``, so every key of a lock, its
+shard's indexes included, shares one hash tag and every script runs on Redis Cluster):
+
+    base l:<name>    string  the lock: "<token>|<acquired ms>|<fence>|<pid>|<host>", PX TTL
+    base q:<name>    zset    waiters: token -> arrival number (FIFO)
+    base a:<name>    hash    waiters' registrations: token -> "<deadline ms>|<ttl ms>|
+                             <fencing 0/1>|<pid>|<host>"; a waiter whose deadline (server
+                             clock) passed is dead, and dropped when met. The hash expires
+                             no sooner than its latest deadline.
+    base f:<name>    string  the last fence handed out (never expires)
+    base w:<token>   list    a waiter's wake-up: whoever hands the lock to it pushes the fence
+                             there with ``scripts.WAKE``
+    base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN
+    base names       zset    lock name -> 0, so ordered by name: prefix search by lex range
+    base names:swept string  the expiry up to which ended locks left ``names`` (``scripts.SWEEP``)
+"""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
 """The Lua scripts of locks, one constant each, with what KEYS, ARGV and the reply are. Every
-key a script touches arrives in its KEYS, built by ``keys``.
-
-Key layout of one lock (``base`` = ``<prefix>:{L<shard>}:``, so every key of a lock, its
-shard's indexes included, shares one hash tag and every script runs on Redis Cluster):
-
-    base l:<name>    string  the lock: "<token>|<acquired ms>|<fence>|<pid>|<host>", PX TTL
-    base q:<name>    zset    waiters: token -> arrival number (FIFO)
-    base a:<name>    hash    waiters' registrations: token -> "<deadline ms>|<ttl ms>|
-                             <fencing 0/1>|<pid>|<host>"; a waiter whose deadline (server
-                             clock) passed is dead, and dropped when met. The hash expires
-                             no sooner than its latest deadline.
-    base f:<name>    string  the last fence handed out (never expires; see ``next_fence``)
-    base w:<token>   list    a waiter's wake-up: whoever hands the lock to it pushes the fence
-                             there with WAKE (see below)
-    base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN
-    base names       zset    lock name -> 0, so ordered by name: prefix search by lex range
-    base names:swept string  the expiry up to which ended locks left ``names`` (see SWEEP)
+key a script touches arrives in its KEYS, built by ``keys`` (which describes the layout).
 
 Every script that writes a lock's ``index`` entry writes its ``names`` entry too; a lock
 that ends without a release (its holder died) leaves ``names`` when ``SWEEP`` meets it.

@@ -11,24 +11,17 @@ from django.core.exceptions import ImproperlyConfigured
 from ..conf import conf
 from ..redis.clients import get_redis, run_script
 from ..redis.scripts import LuaScript
-from .calls import WorkerCalls
-from .jobs import (
+from .arguments import (
     JOB_ARGUMENTS,
     MAX_DELAY,
-    Job,
-    JobState,
-    attempt_error,
     checked_delay,
     checked_job_id,
     checked_priority,
     due_argument,
-    encoded,
-    encoded_meta,
-    error_text,
     new_ids,
-    text,
-    trimmed,
 )
+from .calls import WorkerCalls
+from .jobs import Job, JobState, attempt_error, encoded, encoded_meta, error_text, text, trimmed
 from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH

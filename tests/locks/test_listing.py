@@ -12,7 +12,7 @@ from redis.cluster import RedisCluster
 
 from django_redislock import Lock, get_redis
 from django_redislock.exceptions import LockNotOwned
-from django_redislock.locks import listing
+from django_redislock.locks import listing, name_search
 from django_redislock.locks.keys import index_keys, shard_base
 from django_redislock.locks.listing import list_locks
 
@@ -102,7 +102,7 @@ def test_prefix_pages_follow_one_another_across_shards(
     backend: Backend, monkeypatch: pytest.MonkeyPatch, deep_offset: int
 ) -> None:
     # DEEP_OFFSET 0: on Cluster every page past the first is found by counting on pivots.
-    monkeypatch.setattr(listing, "DEEP_OFFSET", deep_offset)
+    monkeypatch.setattr(name_search, "DEEP_OFFSET", deep_offset)
     locks = [Lock(f"{kind}:{i}", ttl=30) for i in range(90) for kind in ("page", "other")]
     for lock in locks:
         assert lock.acquire(0)

@@ -1,0 +1,61 @@
+"""What ``Queue.enqueue`` accepts: job ids (new ones, and those a caller names), priorities
+and due times, each checked before anything is sent to Redis."""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+MAX_JOB_ID = 200
+MAX_DELAY = 100 * 365.25 * 86400  # seconds
+JOB_ARGUMENTS = frozenset({"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta"})
+
+
+def new_ids(count: int) -> Iterator[str]:
+    # 120 random bits each, 20 URL-safe characters (15 bytes: base64 without padding); one
+    # read of the OS's random source per batch.
+    chars = base64.urlsafe_b64encode(os.urandom(15 * count)).decode()
+    return (chars[i : i + 20] for i in range(0, 20 * count, 20))
+
+
+def checked_job_id(job_id: Any) -> str:
+    if not isinstance(job_id, str) or not job_id or len(job_id) > MAX_JOB_ID:
+        raise ValueError(f"job_id must be a non-empty str of at most {MAX_JOB_ID} characters.")
+    if not job_id.isprintable() or "{" in job_id or "}" in job_id:
+        raise ValueError(f"job_id {job_id!r} contains braces or control characters.")
+    return job_id
+
+
+def checked_priority(priority: Any) -> int:
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise TypeError(f"priority must be an int, not {type(priority).__name__}.")
+    if not -100 <= priority <= 100:
+        raise ValueError(f"priority must be from -100 to 100, not {priority}.")
+    return priority
+
+
+def due_argument(delay: Any, at: Any) -> int:
+    """The due argument of ENQUEUE: epoch ms for ``at``, minus the delay in ms for ``delay``."""
+    if at is not None:
+        if delay is not None:
+            raise TypeError("Pass delay or at, not both.")
+        if not isinstance(at, datetime) or at.tzinfo is None:
+            raise TypeError(f"at must be an aware datetime, not {at!r}.")
+        return max(1, round(at.timestamp() * 1000))
+    if delay is None:
+        return 0
+    return -round(checked_delay(delay) * 1000)
+
+
+def checked_delay(delay: Any) -> float:
+    if not isinstance(delay, (int, float)) or isinstance(delay, bool):
+        raise TypeError(f"delay must be a number of seconds, not {type(delay).__name__}.")
+    if math.isnan(delay) or math.isinf(delay) or delay < 0:
+        raise ValueError(f"delay must be a finite number of seconds >= 0, not {delay!r}.")
+    if delay > MAX_DELAY:  # a due time past that overflows Redis's integer replies
+        raise ValueError(f"delay must be at most {MAX_DELAY:.0f} s (100 years), not {delay!r}.")
+    return delay
