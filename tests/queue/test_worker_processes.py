@@ -7,6 +7,7 @@ The poison-job and pickled-payload cases live in ``test_worker.py``
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import signal
@@ -43,7 +44,21 @@ def real(real_backend: Backend, settings: Any) -> Backend:
     return real_backend
 
 
+LOST = "test:lost"  # the jobs a worker reported it had lost the lease of
+
+
+class ReportLost(logging.Handler):
+    """Records, in Redis, each job a worker warns it lost the lease of: such a job may run
+    again elsewhere while it still runs here (a worker stalled past its lease, as a loaded
+    machine may do), and that warning is the worker's promise to say so."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "lost its lease" in record.msg:
+            get_redis().rpush(LOST, str(record.args[0]))  # type: ignore[index]
+
+
 def work(concurrency: int) -> None:
+    logging.getLogger(leases_module.__name__).addHandler(ReportLost(logging.WARNING))
     Worker(["default"], concurrency=concurrency).run()
 
 
@@ -98,9 +113,11 @@ JOB_SECONDS = 0.002
 def test_workers_killed_at_random_lose_no_job(real: Backend, processes: Processes) -> None:
     queue = get_queue()
     rng = random.Random(20240611)
+    ids: list[str] = []
     for first in range(0, JOBS, 1000):
         batch = range(first, first + 1000)
-        queue.enqueue_many([{"task": TRACKED, "args": [n, JOB_SECONDS]} for n in batch])
+        jobs = queue.enqueue_many([{"task": TRACKED, "args": [n, JOB_SECONDS]} for n in batch])
+        ids.extend(job.id for job in jobs)
     workers = [processes.start(work, 2) for _ in range(4)]
     killing_since = time.monotonic()
     killed: set[int] = set()
@@ -127,14 +144,20 @@ def test_workers_killed_at_random_lose_no_job(real: Backend, processes: Processe
     assert set(runs) == set(range(JOBS))  # none lost
     starts = Counter(s["n"] for s in started())
     started_on_killed = {s["n"] for s in started() if s["pid"] in killed}
+    # A job runs again only when a worker died with it, or when the worker that ran it
+    # said it had lost its lease (stalled past it); never silently.
+    by_id = {job_id: n for n, job_id in enumerate(ids)}
+    reported = {by_id[job_id.decode()] for job_id in get_redis().lrange(LOST, 0, -1)}
+    explained = started_on_killed | reported
     duplicated = {n for n, count in runs.items() if count > 1}
-    assert duplicated <= started_on_killed
-    assert {n for n, count in starts.items() if count > 1} <= started_on_killed
+    assert duplicated <= explained, sorted(duplicated - explained)
+    assert {n for n, count in starts.items() if count > 1} <= explained
     survivor_starts = Counter(s["n"] for s in started() if s["pid"] not in killed)
-    assert max(survivor_starts.values()) == 1  # a worker that lived ran each job at most once
+    twice = {n for n, count in survivor_starts.items() if count > 1}
+    assert twice <= reported  # a worker that lived ran each job at most once, or said so
     print(
         f"\n{len(killed)} kills in {killing_for:.1f}s, {len(orphaned)} jobs orphaned, "
-        f"{len(duplicated)} run twice"
+        f"{len(duplicated)} run twice, {len(reported)} leases lost by live workers"
     )
     stop_all(workers)
 
