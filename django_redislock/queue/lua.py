@@ -20,6 +20,8 @@ clock (TIME), so workers and web processes with skewed clocks still agree on wha
 
 from __future__ import annotations
 
+import re
+
 from ..redis.scripts import LuaScript, _script
 from .jobs import Field, JobState
 
@@ -28,15 +30,11 @@ MAX_BATCH = 1000
 FIXED_KEYS = 6
 
 
-def _table(name: str, pairs: dict[str, str]) -> str:
-    return f"local {name} = {{" + ", ".join(f"{k} = '{v}'" for k, v in pairs.items()) + "}\n"
-
-
-PRELUDE = (
-    _table("S", {state.value: state.letter for state in JobState if state.letter})
-    + _table("F", Field.names())
-    + """
+# The helpers a script may use, each definition after those it uses. A script gets only the
+# ones it names (and theirs); ``S.<state>`` and ``F.<field>`` become string literals.
+PRELUDE = """
 local READY, SCHED, RUN, DEAD, SEQ, WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+
 local SETS = {[S.ready] = READY, [S.scheduled] = SCHED, [S.dead] = DEAD}
 
 local function now_ms()
@@ -155,9 +153,39 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   return lost
 end
 """
-)
+
+_LITERALS = {
+    "S": {state.value: state.letter for state in JobState if state.letter},
+    "F": Field.names(),
+}
+_NAMED = re.compile(r"\b([FS])\.(\w+)")
+_COMMENT = re.compile(r"--.*")
+_DEFINED = re.compile(r"^local (?:function )?(\w+(?:, \w+)*)", re.MULTILINE)
+
+
+def _inlined(lua: str) -> str:
+    def literal(match: re.Match[str]) -> str:
+        table, name = match.groups()
+        if name not in _LITERALS[table]:
+            raise ValueError(f"A queue script names {match[0]}, which is not a job {table}.")
+        return f"'{_LITERALS[table][name]}'"
+
+    return _NAMED.sub(literal, lua)
+
+
+# (the names a piece defines, the piece), in the prelude's order
+_PIECES = [
+    (set(", ".join(_DEFINED.findall(piece)).split(", ")), _inlined(piece))
+    for piece in PRELUDE.strip().split("\n\n")
+]
 
 
 def script(name: str, body: str) -> LuaScript:
-    """A queue script: ``body`` after the shared prelude."""
-    return _script(name, PRELUDE + body)
+    """A queue script: ``body`` after the prelude's pieces it uses. Each piece costs every
+    call of the script (Redis runs a script's whole text each time), so none is sent unused."""
+    code = _inlined(body)
+    for defined, piece in reversed(_PIECES):  # a piece may use those before it
+        uncommented = _COMMENT.sub("", code)
+        if any(re.search(rf"\b{word}\b", uncommented) for word in defined):
+            code = piece + "\n" + code
+    return _script(name, code)

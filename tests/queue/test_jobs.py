@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from django_redislock.queue.jobs import LISTED_STATES, Field, JobState, from_hash
 from django_redislock.queue.keys import QueueKeys
-from django_redislock.queue.lua import PRELUDE
+from django_redislock.queue.lua import script
 
 
 def test_each_state_has_its_own_letter_and_reads_back() -> None:
@@ -21,14 +23,24 @@ def test_each_state_has_its_own_letter_and_reads_back() -> None:
     assert [str(s) for s in LISTED_STATES] == ["ready", "scheduled", "running", "dead"]
 
 
-def test_field_names_are_unique_and_reach_the_lua() -> None:
+def test_field_and_state_names_reach_the_lua_as_literals() -> None:
     names = Field.names()
     assert len(set(names.values())) == len(names)
-    for name, stored in names.items():
-        assert f"{name} = '{stored}'" in PRELUDE
-    for state in JobState:
-        if state.letter:
-            assert f"{state.value} = '{state.letter}'" in PRELUDE
+    source = script("t", "return {F.task, F.due, S.ready, S.dead}").source
+    assert f"return {{'{Field.TASK}', '{Field.DUE}', 'r', 'd'}}" in source
+    with pytest.raises(ValueError, match=r"F\.nonsense, which is not a job F"):
+        script("t", "return F.nonsense")
+
+
+def test_a_script_carries_only_the_helpers_it_uses() -> None:
+    assert script("t", "return 1").source.strip() == "return 1"
+    # make_ready uses num, BAND and the fixed keys: each comes once, before it
+    source = script("t", "make_ready(KEYS[7], ARGV[1])").source
+    defined = re.findall(r"^local (?:function )?(\w+)", source, re.MULTILINE)
+    assert defined == ["READY", "BAND", "num", "make_ready"]
+    assert "wake" not in source
+    mentioned = "return 1  -- a comment that names wake and bury"
+    assert script("t", mentioned).source.strip() == mentioned
 
 
 def test_a_hash_reads_back_through_the_one_table() -> None:
