@@ -16,17 +16,17 @@ from .arguments import (
     MAX_DELAY,
     checked_delay,
     checked_job_id,
-    checked_priority,
-    due_argument,
+    job_values,
+    new_id,
     new_ids,
 )
 from .calls import WorkerCalls
-from .jobs import Job, JobState, attempt_error, encoded, encoded_meta, error_text, text, trimmed
+from .jobs import Job, JobState, attempt_error, error_text, text, trimmed
 from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
-from .scripts import ENQUEUE, POP
+from .scripts import ADD, ENQUEUE, POP
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
@@ -83,9 +83,33 @@ class Queue(WorkerCalls, Operations):
         """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
         Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
         kept with the job, for the code that enqueues and reads it (not passed to the task)."""
-        spec = {"task": task, "args": args, "kwargs": kwargs or {}, "job_id": job_id,
-                "delay": delay, "at": at, "priority": priority, "meta": meta}  # fmt: skip
-        return self.enqueue_many([spec], replace=replace)[0]
+        kwargs = kwargs if kwargs is not None else {}
+        job_id, reply = self.add(task, args, kwargs, job_id, delay, at, priority, replace, meta)
+        return self._made(job_id, task, args, kwargs, priority, meta, reply)
+
+    def add(
+        self,
+        task: str,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        job_id: str | None = None,
+        delay: float | None = None,
+        at: datetime | None = None,
+        priority: int = 0,
+        replace: bool = False,
+        meta: Mapping[str, Any] | None = None,
+    ) -> tuple[str, list[Any]]:
+        """``enqueue``'s work without the Job it returns (for the Tasks backend, which makes
+        its own result): the job's id, and ENQUEUE's four values for it."""
+        keys = self.keys
+        if job_id is None:  # a new id: no job of it is pending
+            job_id = new_id()
+            values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
+            return job_id, self.run(ADD, (keys.job_prefix + job_id,), values)
+        job_id = checked_job_id(job_id)
+        values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
+        job_keys = (keys.job(job_id), keys.corrupt(job_id))
+        return job_id, self.run(ENQUEUE, job_keys, ("1" if replace else "0", "", 0, "0", *values))
 
     def enqueue_many(
         self, jobs: Iterable[Mapping[str, Any]], *, replace: bool = False
@@ -104,7 +128,7 @@ class Queue(WorkerCalls, Operations):
         self, jobs: Iterable[Mapping[str, Any]], replace: bool, entry: str, tick_ms: int
     ) -> list[Job]:
         flat: list[Any] = []
-        made: list[tuple[str, str, Any, Any, int, Any]] = []
+        made: list[tuple[str, Any, Any, Any, Any, Any]] = []
         fresh = "1"  # every id generated here: ENQUEUE need not look any up
         jobs = jobs if isinstance(jobs, (list, tuple)) else list(jobs)
         ids = new_ids(len(jobs))
@@ -113,17 +137,15 @@ class Queue(WorkerCalls, Operations):
                 unknown = ", ".join(sorted(set(spec) - JOB_ARGUMENTS))
                 raise TypeError(f"Unknown job argument(s): {unknown}.")
             task, args, kwargs = spec.get("task"), spec.get("args", ()), spec.get("kwargs") or {}
-            stored = encoded(task, args, kwargs)
             job_id = spec.get("job_id")
             if job_id is None:
                 job_id = next(ids)
             else:
                 job_id, fresh = checked_job_id(job_id), "0"
-            priority = checked_priority(spec.get("priority", 0))
-            meta = spec.get("meta")
-            due = due_argument(spec.get("delay"), spec.get("at"))
-            flat += [job_id, *stored, encoded_meta(meta), priority, due]
-            made.append((job_id, stored[0], args, kwargs, priority, meta))
+            priority, meta = spec.get("priority", 0), spec.get("meta")
+            flat += job_values(job_id, task, args, kwargs, priority, meta, spec.get("delay"),
+                               spec.get("at"))  # fmt: skip
+            made.append((job_id, task, args, kwargs, priority, meta))
         reply: list[Any] = []
         keys = self.keys
         tick = [keys.tick(entry)] if entry else []
@@ -139,12 +161,22 @@ class Queue(WorkerCalls, Operations):
             if not answer:  # the tick was already claimed
                 return []
             reply += answer
-        return [
-            Job(job_id, self.name, task, list(args), dict(kwargs), priority,
-                state=JobState.of_letter(text(reply[4 * i + 2])).value, score=int(reply[4 * i + 1]),
-                enqueued=int(reply[4 * i + 3]), meta=dict(meta or {}))
-            for i, (job_id, task, args, kwargs, priority, meta) in enumerate(made)
-        ]  # fmt: skip
+        return [self._made(*job, reply[4 * i : 4 * i + 4]) for i, job in enumerate(made)]
+
+    def _made(
+        self,
+        job_id: str,
+        task: str,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        priority: int,
+        meta: Mapping[str, Any] | None,
+        reply: Sequence[Any],
+    ) -> Job:
+        """The Job enqueued, from ENQUEUE's four values for it."""
+        return Job(job_id, self.name, task, list(args), dict(kwargs), priority,
+                   state=JobState.of_letter(text(reply[2])).value, score=int(reply[1]),
+                   enqueued=int(reply[3]), meta=dict(meta or {}))  # fmt: skip
 
     def cancel(self, job_id: str, score: int | None = None) -> bool:
         """Delete a ready or scheduled job; with ``score``, only if still due at that time."""

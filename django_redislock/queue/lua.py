@@ -107,6 +107,23 @@ local function head(key)
   return first[2] and tonumber(first[2])
 end
 
+-- Write a new job's hash at ``key`` from its ENQUEUE values ARGV[at] (id), task, args,
+-- kwargs, metadata, priority; ``due`` and ``state`` as placed.
+local function write_job(key, at, state, due, now)
+  local kwargs, meta, pr = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+  if kwargs == '' and meta == '' and pr == '0' then  -- the usual job
+    redis.call('HSET', key, F.task, ARGV[at + 1], F.args, ARGV[at + 2], F.state, state,
+               F.due, due, F.enqueued, now)
+    return
+  end
+  local hset = {'HSET', key, F.task, ARGV[at + 1], F.args, ARGV[at + 2], F.state, state,
+                F.due, due, F.enqueued, now}
+  if kwargs ~= '' then hset[#hset + 1] = F.kwargs; hset[#hset + 1] = kwargs end
+  if meta ~= '' then hset[#hset + 1] = F.meta; hset[#hset + 1] = meta end
+  if pr ~= '0' then hset[#hset + 1] = F.priority; hset[#hset + 1] = pr end
+  redis.call(unpack(hset))
+end
+
 -- Finish the ``n_finish`` leased jobs described from ARGV[at] (id, lease token, return value
 -- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms; their job
 -- and result keys from KEYS[7]), then charge the attempt of the ``n_start`` jobs described

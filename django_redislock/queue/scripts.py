@@ -5,7 +5,29 @@ from __future__ import annotations
 
 from .lua import MAX_BATCH, script
 
-__all__ = ["ENQUEUE", "MAX_BATCH", "PEEK", "POP", "START"]
+__all__ = ["ADD", "ENQUEUE", "MAX_BATCH", "PEEK", "POP", "START"]
+
+# ENQUEUE's common case in fewer steps: one job whose id was just generated (so no job of
+# that id is pending, and none is looked up). KEYS: the fixed keys, then the job's key.
+# ARGV: the job's 7 values, as ENQUEUE takes them. Returns ENQUEUE's 4 values for it.
+ADD = script(
+    "add",
+    """
+local now, id, pr, due = now_ms(), ARGV[1], tonumber(ARGV[6]), tonumber(ARGV[7])
+if due <= 0 then due = now - due end
+local state = S.ready
+if due <= now then
+  redis.call('ZADD', READY, (100 - pr) * BAND + redis.call('INCR', SEQ), id)
+  wake(1)
+else
+  state = S.scheduled
+  redis.call('ZADD', SCHED, due, id)
+  if due <= head(SCHED) then wake(1) end  -- a sleeping worker must shorten its wait
+end
+write_job(KEYS[7], 1, state, due, now)
+return {1, due, state, now}
+""",
+)
 
 # KEYS: the fixed keys; with a schedule entry, its tick key; then per job its key, and also
 # its corrupt key unless ARGV[4] says every id is new.
@@ -86,17 +108,7 @@ for n = 1, count do
         woken = math.max(woken, 1)  -- a sleeping worker must shorten its wait
       end
     end
-    if ARGV[i + 3] == '' and ARGV[i + 4] == '' and pr == 0 then  -- the usual job
-      redis.call('HSET', key, F.task, ARGV[i + 1], F.args, ARGV[i + 2], F.state, state,
-                 F.due, due, F.enqueued, now)
-    else
-      local hset = {'HSET', key, F.task, ARGV[i + 1], F.args, ARGV[i + 2], F.state, state,
-                    F.due, due, F.enqueued, now}
-      if ARGV[i + 3] ~= '' then hset[#hset + 1] = F.kwargs; hset[#hset + 1] = ARGV[i + 3] end
-      if ARGV[i + 4] ~= '' then hset[#hset + 1] = F.meta; hset[#hset + 1] = ARGV[i + 4] end
-      if pr ~= 0 then hset[#hset + 1] = F.priority; hset[#hset + 1] = pr end
-      redis.call(unpack(hset))
-    end
+    write_job(key, i, state, due, now)
   end
   results[#results + 1] = result
   results[#results + 1] = due

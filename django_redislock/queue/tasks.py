@@ -100,14 +100,13 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             meta["run_after"] = run_after.isoformat()
             if django_timezone.is_naive(run_after):
                 run_after = django_timezone.make_aware(run_after)
-        job = queue.enqueue(
-            path, args, kwargs, at=run_after, priority=task.priority, meta=meta or None
-        )
+        job_id, reply = queue.add(path, args, kwargs, at=run_after, priority=task.priority,
+                                  meta=meta or None)  # fmt: skip
         result = TaskResult(
             task=task,
-            id=job.id,
+            id=job_id,
             status=TaskResultStatus.READY,
-            enqueued_at=when(job.enqueued),  # Redis's clock, as get_result reads it
+            enqueued_at=when(int(reply[3])),  # Redis's clock, as get_result reads it
             started_at=None,
             finished_at=None,
             last_attempted_at=None,
