@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-RATE_RE = re.compile(r"^(\d+)/(\d*)([smhd])$")
+RATE_RE = re.compile(r"([0-9]+)/([0-9]*)([smhd])")
 # The limiter keeps one 16-byte slot per unit of the count, per key: a count above this
 # would make each key large (use a shorter period with a smaller count instead).
 MAX_COUNT = 10_000
@@ -42,7 +42,7 @@ def parse_rate(rate: Any) -> Rate:
         return rate
     if not isinstance(rate, str):
         raise TypeError(f"rate must be a str such as '5/m', not {type(rate).__name__}.")
-    match = RATE_RE.match(rate)
+    match = RATE_RE.fullmatch(rate)
     if match is None:
         raise ValueError(
             f"rate {rate!r} is not a rate: write '<count>/<period>' with a period of s, m, h "

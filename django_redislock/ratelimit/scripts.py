@@ -18,7 +18,7 @@ from ..redis.scripts import _script
 #
 # KEYS[1]  the limiter's string (see keys)
 # ARGV     count, period (us), burst, n
-# Reply    {1, 0} passed, or {0, wait (us, > 0)} refused
+# Reply    {allowed 1/0, wait (us; 0 when allowed), the time of the hit (us)}
 HIT = _script(
     "HIT",
     """
@@ -50,7 +50,7 @@ if burst < count then
   local excess = count * (at - now) + frac - burst * period  -- us x count
   if excess > 0 then wait = math.max(wait, math.ceil(excess / count)) end
 end
-if wait > 0 then return {0, wait} end
+if wait > 0 then return {0, wait, now} end
 if kind ~= 'string' and kind ~= 'none' then redis.call('DEL', key) end
 local stamp = string.format('%016.0f', now)
 for i = 0, n - 1 do
@@ -59,6 +59,6 @@ end
 oldest = (oldest + n) % count
 redis.call('SETRANGE', key, 0, string.format('%016.0f%08d%08d', at, frac, oldest))
 redis.call('PEXPIRE', key, math.ceil(period / 1000))
-return {1, 0}
+return {1, 0, now}
 """,
 )
