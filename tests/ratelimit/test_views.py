@@ -5,6 +5,7 @@ anonymous rule (shared with ``@redis_locked``) and hostile URL values."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 from typing import Any
@@ -17,6 +18,7 @@ from django.test import AsyncClient, Client
 
 from django_redislock.ratelimit.decorator import redis_rate_limited
 from django_redislock.ratelimit.limiter import RateLimit
+from django_redislock.view_keys import client_network
 from tests.conftest import Backend
 from tests.servers import free_port
 
@@ -260,3 +262,36 @@ def test_async_on_limited_on_a_sync_view_is_refused() -> None:
     assert view(HttpRequest()).status_code == 200
     with pytest.raises(TypeError, match=r"on_limited of the sync view .*view must not be async"):
         view(HttpRequest())
+
+
+@pytest.mark.parametrize(
+    ("address", "network"),
+    [
+        ("192.0.2.7", "192.0.2.7"),
+        ("2001:db8::1", "2001:db8::/64"),
+        ("2001:db8:0:0:ffff::1", "2001:db8::/64"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),  # IPv4 through an IPv6 socket
+        ("fe80::1%eth0", "fe80::/64"),
+        ("", None),
+        (None, None),
+        ("unix:/run/app.sock", None),
+        ("192.0.2.7, 10.0.0.1", None),  # a forwarded list is not an address
+    ],
+)
+def test_anonymous_clients_are_keyed_by_address_or_ipv6_network(
+    address: Any, network: str | None
+) -> None:
+    assert client_network(address) == network
+
+
+@pytest.mark.parametrize(("wait", "header"), [(2.0, "2"), (2.000001, "3"), (0.0001, "1")])
+def test_retry_after_is_the_exact_wait_rounded_up(wait: float, header: str) -> None:
+    from django_redislock.ratelimit.decorator import limited
+    from django_redislock.ratelimit.limiter import Hit
+    from django_redislock.ratelimit.rate import parse_rate
+
+    request = HttpRequest()
+    request.META["HTTP_ACCEPT"] = "application/json"
+    response = limited(request, Hit(False, wait, "k", parse_rate("1/m")))
+    assert response["Retry-After"] == header
+    assert json.loads(response.content)["retry_after"] == wait
