@@ -97,8 +97,8 @@ class _LockGuard(ViewGuard):
     def sync_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         try:
             lock = self.make_lock(Lock, request, args, kwargs)
-        except KeyRefused as refusal:
-            return refused(request, refusal)
+        except KeyRefused as no_key:
+            return refused(request, no_key)
         try:
             acquired = lock.acquire()
         except REDIS_ERRORS as exc:
@@ -126,8 +126,8 @@ class _LockGuard(ViewGuard):
     async def async_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         try:
             lock = self.make_lock(AsyncLock, request, args, kwargs)
-        except KeyRefused as refusal:
-            return refused(request, refusal)
+        except KeyRefused as no_key:
+            return refused(request, no_key)
         try:
             acquired = await lock.acquire()
         except REDIS_ERRORS as exc:

@@ -68,8 +68,8 @@ class _RateGuard(ViewGuard):
     def sync_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         try:
             limit = RateLimit(self.name(request, args, kwargs), **self.limit_options)
-        except KeyRefused as refusal:
-            return refused(request, refusal)
+        except KeyRefused as no_key:
+            return refused(request, no_key)
         try:
             hit = limit.hit()
         except REDIS_ERRORS as exc:
@@ -88,8 +88,8 @@ class _RateGuard(ViewGuard):
     async def async_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         try:
             limit = AsyncRateLimit(self.name(request, args, kwargs), **self.limit_options)
-        except KeyRefused as refusal:
-            return refused(request, refusal)
+        except KeyRefused as no_key:
+            return refused(request, no_key)
         try:
             hit = await limit.hit()
         except REDIS_ERRORS as exc:
