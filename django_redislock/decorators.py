@@ -3,35 +3,38 @@ user's points), across every process and server of the site."""
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import threading
 import weakref
 from collections.abc import Callable
 from threading import get_ident
-from typing import Any, TypeVar
+from typing import Any
 
 import redis
-from asgiref.sync import iscoroutinefunction
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 
-from .conf import ON_REDIS_ERROR_CHOICES, conf
-from .exceptions import RedisLockError, RedisUnavailable
+from .conf import conf
+from .exceptions import RedisLockError
 from .locks.async_lock import AsyncLock, _task
 from .locks.base import LockBase
 from .locks.keys import validate_seconds
 from .locks.lock import Lock
-from .view_keys import KeyTemplate
+from .ratelimit.decorator import redis_rate_limited
+from .view_guard import (
+    REDIS_ERRORS,
+    View,
+    ViewGuard,
+    check_arguments,
+    refusal,
+    refused,
+    unavailable,
+)
+from .view_keys import KeyRefused
 
 logger = logging.getLogger(__name__)
 
-View = TypeVar("View", bound=Callable[..., Any])
-REDIS_ERRORS = (RedisUnavailable, redis.RedisError)
-# Seconds a refused client is told to wait. View locks are held for milliseconds, so the
-# shortest value HTTP can express is the honest one.
-RETRY_AFTER = 1
+__all__ = ["redis_locked", "redis_rate_limited"]
 
 
 def redis_locked(
@@ -44,15 +47,17 @@ def redis_locked(
     busy_status: int | None = None,
     on_busy: Callable[[HttpRequest, Any], Any] | None = None,
     on_redis_error: str | None = None,
+    anonymous: str | None = None,
     using: str | None = None,
 ) -> Callable[[View], View]:
     """Guard a view with a lock named by ``key``: a template filled from the URL kwargs and
     ``request`` (``"points:{request.user.pk}"``) or a callable ``(request, *args, **kwargs)
     -> str``. A request that cannot get the lock within ``timeout`` is answered
     ``busy_status`` (default ``REDISLOCK['BUSY_STATUS']``) with ``Retry-After``, unless
-    ``on_busy(request, lock)`` returns a response. See the README for the rest."""
-    if not (isinstance(key, str) or callable(key)):
-        raise TypeError(f"key must be a str template or a callable, not {type(key).__name__}.")
+    ``on_busy(request, lock)`` returns a response. An anonymous user, when the template
+    reads ``request.user``, is refused with 403 unless ``anonymous`` is ``"ip"`` or
+    ``"shared"``. See the README for the rest."""
+    check_arguments(key, ("on_busy", on_busy), on_redis_error, anonymous, using)
     for value, argument in ((ttl, "ttl"), (timeout, "timeout")):
         if value is not None:
             validate_seconds(value, argument, allow_zero=argument == "timeout", allow_inf=False)
@@ -64,86 +69,46 @@ def redis_locked(
         raise ValueError(
             f"busy_status must be an HTTP error status (400-599), not {busy_status!r}."
         )
-    if on_busy is not None and not callable(on_busy):
-        raise TypeError(f"on_busy must be a callable, not {type(on_busy).__name__}.")
-    if on_redis_error is not None and on_redis_error not in ON_REDIS_ERROR_CHOICES:
-        raise ValueError(
-            f"on_redis_error must be one of {', '.join(map(repr, ON_REDIS_ERROR_CHOICES))}, "
-            f"not {on_redis_error!r}."
-        )
     if fencing and on_redis_error == "fail-open":
         raise ValueError(
             "fencing=True cannot be combined with on_redis_error='fail-open': without Redis "
             "there is no fence, so the view's fenced write could not be protected."
         )
-    if using is not None and not isinstance(using, str):
-        raise TypeError(f"using must be a cache alias or a Redis URL, not {type(using).__name__}.")
 
     def decorate(view: View) -> View:
-        guard = _Guard(view, key, busy_status, on_busy, on_redis_error, using)
+        guard = _LockGuard(
+            view, key, on_redis_error=on_redis_error, anonymous=anonymous, using=using
+        )
+        guard.busy_status, guard.on_busy = busy_status, on_busy
         guard.lock_options = {"ttl": ttl, "timeout": timeout, "fair": fair, "fencing": fencing}
-        if iscoroutinefunction(view):
-
-            @functools.wraps(view)
-            async def async_wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-                return await guard.async_view(request, *args, **kwargs)
-
-            return async_wrapper  # type: ignore[return-value]
-
-        @functools.wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-            return guard.sync_view(request, *args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
+        return guard.wrap()  # type: ignore[no-any-return]
 
     return decorate
 
 
-class _Guard:
-    def __init__(
-        self,
-        view: Callable[..., Any],
-        key: str | Callable[..., str],
-        busy_status: int | None,
-        on_busy: Callable[..., Any] | None,
-        on_redis_error: str | None,
-        using: str | None,
-    ) -> None:
-        self.view = view
-        self.view_name = _name_of(view)
-        self.key = key
-        self.lock_options: dict[str, Any] = {}
-        self.busy_status = busy_status
-        self.on_busy = on_busy
-        self.on_redis_error = on_redis_error
-        self.using = using
-        self.needs_user = isinstance(key, str) and "request.user" in key
-        if isinstance(key, str):
-            self.template = KeyTemplate(key, view, self.view_name)
-
-    def lock_name(self, request: HttpRequest, args: Any, kwargs: dict[str, Any]) -> str:
-        if isinstance(self.key, str):
-            return self.template.fill(request, args, kwargs)
-        return self.key(request, *args, **kwargs)
+class _LockGuard(ViewGuard):
+    lock_options: dict[str, Any]
+    busy_status: int | None
+    on_busy: Callable[..., Any] | None
 
     def make_lock(self, cls: type[LockBase], request: Any, args: Any, kwargs: Any) -> Any:
-        return cls(self.lock_name(request, args, kwargs), using=self.using, **self.lock_options)
+        return cls(self.name(request, args, kwargs), using=self.using, **self.lock_options)
 
     def sync_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        lock = self.make_lock(Lock, request, args, kwargs)
+        try:
+            lock = self.make_lock(Lock, request, args, kwargs)
+        except KeyRefused as no_key:
+            return refused(request, no_key)
         try:
             acquired = lock.acquire()
         except REDIS_ERRORS as exc:
-            if self.open_on_error(lock, exc):
+            if self.open_on(lock, exc):
                 request.redis_lock = None  # type: ignore[attr-defined]
                 return self.view(request, *args, **kwargs)
-            return _unavailable(request)
+            return unavailable(request)
         if not acquired:
             if self.on_busy is not None:
-                response = self.on_busy(request, lock)
-                if inspect.isawaitable(response):
-                    response.close()  # type: ignore[attr-defined]
-                    raise TypeError(f"on_busy of the sync view {self.view_name} must not be async.")
+                response = self.custom("on_busy", self.on_busy, request, lock)
                 if response is not None:
                     return response
             return self.busy(request)
@@ -159,22 +124,20 @@ class _Guard:
         return response
 
     async def async_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        if self.needs_user and hasattr(request, "auser"):
-            # request.user loads lazily with a sync query, which async code may not run.
-            request.user = await request.auser()
-        lock = self.make_lock(AsyncLock, request, args, kwargs)
+        try:
+            lock = self.make_lock(AsyncLock, request, args, kwargs)
+        except KeyRefused as no_key:
+            return refused(request, no_key)
         try:
             acquired = await lock.acquire()
         except REDIS_ERRORS as exc:
-            if self.open_on_error(lock, exc):
+            if self.open_on(lock, exc):
                 request.redis_lock = None  # type: ignore[attr-defined]
                 return await self.view(request, *args, **kwargs)
-            return _unavailable(request)
+            return unavailable(request)
         if not acquired:
             if self.on_busy is not None:
-                response = self.on_busy(request, lock)
-                if inspect.isawaitable(response):
-                    response = await response
+                response = await self.acustom(self.on_busy, request, lock)
                 if response is not None:
                     return response
             return self.busy(request)
@@ -191,49 +154,11 @@ class _Guard:
 
     def busy(self, request: HttpRequest) -> HttpResponse:
         status = conf.BUSY_STATUS if self.busy_status is None else self.busy_status
-        return _refusal(
-            request, status, "busy", "This is busy with another request; retry shortly."
-        )
+        return refusal(request, status, "busy", "This is busy with another request; retry shortly.")
 
-    def open_on_error(self, lock: LockBase, exc: Exception) -> bool:
-        """Whether to run the view unguarded (fail-open) after Redis failed; logs either way."""
-        policy = self.on_redis_error or conf.ON_REDIS_ERROR
-        if policy == "fail-open" and not lock.fencing:
-            logger.warning(
-                "Redis is unreachable (%s); running %s WITHOUT lock %r (ON_REDIS_ERROR "
-                "'fail-open').",
-                exc,
-                self.view_name,
-                lock.name,
-            )
-            return True
-        logger.error(
-            "Redis is unreachable (%s); %s answered 503 instead of taking lock %r%s.",
-            exc,
-            self.view_name,
-            lock.name,
-            " (fencing=True views always fail closed)" if policy == "fail-open" else "",
-        )
-        return False
-
-
-def _name_of(view: Any) -> str:
-    view = getattr(view, "func", view)  # method_decorator passes a partial of the method
-    return f"{getattr(view, '__module__', '?')}.{getattr(view, '__qualname__', repr(view))}"
-
-
-def _unavailable(request: HttpRequest) -> HttpResponse:
-    return _refusal(request, 503, "redis-unavailable", "Service unavailable; retry shortly.")
-
-
-def _refusal(request: HttpRequest, status: int, code: str, detail: str) -> HttpResponse:
-    response: HttpResponse
-    if request.get_preferred_type(["text/html", "application/json"]) == "application/json":
-        response = JsonResponse({"error": code, "detail": detail}, status=status)
-    else:
-        response = HttpResponse(detail, status=status, content_type="text/plain; charset=utf-8")
-    response["Retry-After"] = str(RETRY_AFTER)
-    return response
+    def open_on(self, lock: LockBase, exc: Exception) -> bool:
+        never = "fencing=True views always fail closed" if lock.fencing else ""
+        return self.open_on_error(exc, f"lock {lock.name!r}", never_open=never)
 
 
 def _release_later(response: Any, lock: LockBase, owner: tuple[Any, ...]) -> bool:

@@ -461,3 +461,30 @@ def test_async_views_under_wsgi_leave_no_connections_behind(
         assert client.post("/abuy/1/").status_code == 200
     gc.collect()
     assert backend.client.info("clients")["connected_clients"] - before <= 2
+
+
+# --- anonymous users (issue 14): never silently under one key -------------------------------
+
+
+def test_an_anonymous_user_is_refused_unless_the_decorator_says_otherwise() -> None:
+    from django.contrib.auth.models import AnonymousUser
+
+    names = []
+
+    async def view(request: HttpRequest) -> HttpResponse:
+        names.append(request.redis_lock.name)  # type: ignore[attr-defined]
+        return HttpResponse()
+
+    def anonymous() -> HttpRequest:
+        request = HttpRequest()
+        request.user = AnonymousUser()
+        request.META["REMOTE_ADDR"] = "192.0.2.7"
+        return request
+
+    refused = run(redis_locked("points:{request.user.pk}")(view)(anonymous()))
+    assert (refused.status_code, refused.content) == (403, b"Log in to use this.")
+    for choice in ("ip", "shared"):
+        assert run(redis_locked("points:{request.user}", anonymous=choice)(view)(anonymous()))
+    assert names == ["points:!ip:192.0.2.7", "points:!anonymous"]
+    # A template that does not read the user is not concerned.
+    assert redis_locked("open")(lambda request: HttpResponse("ok"))(anonymous()).content == b"ok"

@@ -26,6 +26,7 @@ from django_redislock.locks.listing import describe_lock, list_locks
 from django_redislock.queue.schedule import Scheduler
 from django_redislock.queue.scripts import START
 from django_redislock.queue.worker import Worker
+from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit
 from django_redislock.redis.clients import run_script
 from django_redislock.redis.scripts import LuaScript, _script
 
@@ -168,6 +169,13 @@ def exercise_listing() -> None:
     assert client.post("/abuy/7/").status_code == 200
 
 
+def exercise_ratelimit() -> None:
+    assert [bool(RateLimit("m-rate", rate="2/m").hit()) for _ in range(3)] == [True, True, False]
+    spaced = RateLimit("m-rate", rate="3/m", burst=1)  # its GCRA too
+    assert [bool(spaced.hit()) for _ in range(2)] == [True, False]
+    assert asyncio.run(AsyncRateLimit("m-rate", rate="5/m").hit())
+
+
 def exercise_queue() -> None:
     queue = get_queue()
     client = get_redis()
@@ -286,6 +294,7 @@ def test_every_key_a_script_touches_is_in_its_keys(nodes: list[tuple[str, int]])
     with Monitoring(nodes) as monitoring:
         exercise_locks()
         exercise_listing()
+        exercise_ratelimit()
         exercise_queue()
         exercise_queue_corners()
     violations, seen = monitoring.violations(scripts, conf.KEY_PREFIX)
