@@ -6,7 +6,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["AsyncLock", "Lock", "Redlock", "get_queue", "get_redis", "redis_locked"]
+__all__ = [
+    "AsyncLock",
+    "AsyncRateLimit",
+    "Lock",
+    "RateLimit",
+    "Redlock",
+    "get_queue",
+    "get_redis",
+    "redis_locked",
+    "redis_rate_limited",
+]
 
 if TYPE_CHECKING:
     from .decorators import redis_locked
@@ -14,10 +24,14 @@ if TYPE_CHECKING:
     from .locks.lock import Lock
     from .locks.redlock import Redlock
     from .queue.core import get_queue
+    from .ratelimit import AsyncRateLimit, RateLimit, redis_rate_limited
     from .redis.clients import get_redis
 
 _LAZY = {
     "AsyncLock": ".locks.async_lock",
+    "AsyncRateLimit": ".ratelimit",
+    "RateLimit": ".ratelimit",
+    "redis_rate_limited": ".ratelimit",
     "Lock": ".locks.lock",
     "Redlock": ".locks.redlock",
     "get_queue": ".queue.core",
