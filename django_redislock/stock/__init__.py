@@ -1,0 +1,1 @@
+"""Stock reservations: ``Stock`` (sync) and ``AsyncStock`` (asyncio)."""
