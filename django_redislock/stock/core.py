@@ -163,8 +163,12 @@ class StockBase:
         def answer(reply: Reply) -> Reservation | None:
             if reply.status == "short":
                 return None
-            if reply.status != "ok":  # "taken": 128 random bits met an id in use
-                raise StockError(f"Stock {self.name!r}: reservation id clash.", self.name)
+            if reply.status != "ok":  # "taken": only a resent call can meet its id in use
+                raise StockError(
+                    f"Stock {self.name!r}: reservation id {reservation_id!r} is in use, and not "
+                    f"by a pending reservation of {quantity} units: nothing reserved.",
+                    self.name,
+                )
             fence, expires = reply.extra
             return Reservation(self.name, reservation_id, quantity, int(fence), _epoch(expires))
 

@@ -131,16 +131,23 @@ return reply('ok', c, more)
 )
 
 # ARGV[3] the new reservation's id  ARGV[4] units  ARGV[5] ttl ms
-# Reply status: "ok" then the fence and the expiry (epoch ms); "short" (sold out: too few
-# units available); "more" (too few, but due entries are left: run it again); "taken" (the
-# id is in use: nothing changed).
+# Reply status: "ok" then the fence and the expiry (epoch ms), also when the id is already
+# pending with that many units (a resent call); "short" (sold out: too few units
+# available); "more" (too few, but due entries are left: run it again); "taken" (the id is
+# in use otherwise: nothing changed).
 RESERVE = _script(
     "stock_reserve",
     _PRELUDE
     + """
 local id, q = ARGV[3], tonumber(ARGV[4])
+local value = redis.call('HGET', records, id)
+if value then
+  -- The same call again (a client library resent it): the same answer, nothing changed.
+  local r = parse(value)
+  if r and r[1] == 'p' and r[2] == q then return reply('ok', c, more, r[3], r[4]) end
+  return reply('taken', c, more)
+end
 if c[1] < q then return reply(more and 'more' or 'short', c, more) end
-if redis.call('HEXISTS', records, id) == 1 then return reply('taken', c, more) end
 local expires = now + tonumber(ARGV[5])
 c[5] = math.max(c[5] + 1, now_us)
 c[1] = c[1] - q

@@ -262,3 +262,18 @@ def test_a_corrupt_record_or_counter_is_a_clear_error(backend: Backend) -> None:
     backend.client.hset(stock.keys.state, "available", "many")
     with pytest.raises(StockError, match="corrupt"):
         stock.reserve()
+
+
+def test_a_resent_reserve_gets_the_same_reservation(backend: Backend) -> None:
+    """A client library may send a call again after a connection error (redis-py's Cluster
+    clients do): the same RESERVE, run twice, holds the units once."""
+    stock = Stock("resent")
+    stock.set(5)
+    operation = stock._reserve_op(2, 60)
+    first, again = stock._run(operation), stock._run(operation)
+    assert first == again
+    assert consistent(stock) == (3, 2, 0, 5)
+    stock.confirm(first)
+    with pytest.raises(StockError, match="is in use"):
+        stock._run(operation)  # no longer pending: refused, nothing changed
+    assert consistent(stock) == (3, 0, 2, 5)
