@@ -3,11 +3,12 @@ key a script touches arrives in its KEYS, built by ``keys`` (which describes the
 
 Every script takes KEYS = state, records, due (``keys.StockKeys``) and ARGV[1] = how long a
 finished reservation is remembered (ms), ARGV[2] = how many due entries it handles at most.
-Before its own work it checks the keys' types and the counters (a misplaced key is reported,
-nothing written), then handles the entries of ``due`` whose time (server clock) has come, at
-most ARGV[2] of them, reading and checking them all before the first write: a pending
-reservation that expired gives its units back and is remembered as expired; a finished one
-that was remembered long enough is forgotten. So expired units come back with no worker.
+Before its own work it checks the counters and reads each key it uses (a key of another
+type, or a value not as the layout says, is reported having written nothing), then handles
+the entries of ``due`` whose time (server clock) has come, at most ARGV[2] of them, reading
+and checking them all before the first write: a pending reservation that expired gives its
+units back and is remembered as expired; a finished one that was remembered long enough is
+forgotten. So expired units come back with no worker.
 
 Every reply is {status, available, reserved, confirmed, total, more, ...}: ``more`` is 1 when
 entries were left due (the caller runs the script again when the answer depends on them; a
@@ -27,8 +28,12 @@ local now = math.floor(now_us / 1000)
 local keep = tonumber(ARGV[1])
 local dirty = false
 
--- Integers as Redis stores them (tostring would write 1e+15).
-local function int(x) return string.format('%.0f', x) end
+-- Integers as Redis stores them: tostring is exact below 1e14 and quicker than format,
+-- which the larger ones (fences: microseconds) need (tostring would write 1.8e+15).
+local function int(x)
+  if x < 1e14 then return tostring(x) end
+  return string.format('%.0f', x)
+end
 
 local function parse(value)
   local s, q, f, e = string.match(value, '^([pcrx])|(%d+)|(%d+)|(%d+)$')
@@ -54,23 +59,27 @@ end
 
 -- The counters {available, reserved, confirmed, total, fence} after the due entries were
 -- handled, and whether more were left due; or nil and a "corrupt" reply.
+-- A key of another type fails the first command on it: every script reads each key it
+-- uses before its first write, through pcall, so that it answers "corrupt" having written
+-- nothing.
 local function open()
-  local kinds = {'hash', 'hash', 'zset'}
-  for i = 1, 3 do
-    local kind = redis.call('TYPE', KEYS[i])['ok']
-    if kind ~= 'none' and kind ~= kinds[i] then return nil, corrupt(KEYS[i]) end
-  end
-  local v = redis.call('HMGET', state, 'available', 'reserved', 'confirmed', 'total', 'fence')
+  local ok, v = pcall(redis.call, 'HMGET', state, 'available', 'reserved', 'confirmed',
+    'total', 'fence')
+  if not ok then return nil, corrupt(state) end
   local c = {}
   for i = 1, 5 do
     c[i] = tonumber(v[i] or '0')
     if c[i] == nil then return nil, corrupt(state) end
   end
   local limit = tonumber(ARGV[2])
-  local ids = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'LIMIT', 0, limit + 1)
+  local ids
+  ok, ids = pcall(redis.call, 'ZRANGEBYSCORE', due, '-inf', now, 'LIMIT', 0, limit + 1)
+  if not ok then return nil, corrupt(due) end
   local n = math.min(#ids, limit)
   if n == 0 then return c, false end
-  local values = redis.call('HMGET', records, unpack(ids, 1, n))
+  local values
+  ok, values = pcall(redis.call, 'HMGET', records, unpack(ids, 1, n))
+  if not ok then return nil, corrupt(records) end
   local found = {}
   for i = 1, n do
     if values[i] then
@@ -140,7 +149,8 @@ RESERVE = _script(
     _PRELUDE
     + """
 local id, q = ARGV[3], tonumber(ARGV[4])
-local value = redis.call('HGET', records, id)
+local ok, value = pcall(redis.call, 'HGET', records, id)
+if not ok then return corrupt(records) end  -- open() wrote nothing: it met no records
 if value then
   -- The same call again (a client library resent it): the same answer, nothing changed.
   local r = parse(value)
@@ -168,7 +178,8 @@ FINISH = _script(
     _PRELUDE
     + """
 local id, action = ARGV[3], ARGV[4]
-local value = redis.call('HGET', records, id)
+local ok, value = pcall(redis.call, 'HGET', records, id)
+if not ok then return corrupt(records) end  -- open() wrote nothing: it met no records
 if not value then return reply('unknown', c, more) end
 local r = parse(value)
 if not r then

@@ -233,11 +233,13 @@ def test_a_corrupt_key_is_a_clear_error_and_other_stocks_carry_on(
     healthy.set(3)
     backend.client.delete(getattr(broken.keys, key))
     backend.client.rpush(getattr(broken.keys, key), "junk")  # a list where it is not one
+    before = {k: backend.client.dump(k) for k in broken.keys}
     with pytest.raises(StockError, match=r"Stock 'broken' is corrupt: .*delete\(\)") as caught:
         broken.reserve()
+    assert {k: backend.client.dump(k) for k in broken.keys} == before  # nothing written
     assert caught.value.stock_name == "broken"
     with pytest.raises(StockError, match="corrupt"):
-        broken.counts()
+        broken.release("an-order-id")
     held = healthy.reserve()
     assert held is not None
     healthy.confirm(held)
