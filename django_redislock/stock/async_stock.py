@@ -7,6 +7,7 @@ from typing import Any
 
 from ..redis import aio
 from .core import Operation, Reservation, StockBase, StockCounts
+from .keys import names_key
 
 
 class AsyncStock(StockBase):
@@ -20,13 +21,18 @@ class AsyncStock(StockBase):
             if reply.status != "more":
                 return operation.answer(reply)
 
+    async def _adjust(self, operation: Operation) -> StockCounts:
+        counts: StockCounts = await self._run(operation)
+        await aio.call(aio.get_async_redis(self.using), "ZADD", names_key(), 0, self.name)
+        return counts
+
     async def set(self, quantity: int) -> StockCounts:
         """See ``Stock.set``."""
-        return await self._run(self._set_op(quantity))  # type: ignore[no-any-return]
+        return await self._adjust(self._set_op(quantity))
 
     async def add(self, quantity: int) -> StockCounts:
         """See ``Stock.add``."""
-        return await self._run(self._add_op(quantity))  # type: ignore[no-any-return]
+        return await self._adjust(self._add_op(quantity))
 
     async def reserve(self, quantity: int = 1, ttl: float = 600.0) -> Reservation | None:
         """See ``Stock.reserve``."""
@@ -55,4 +61,7 @@ class AsyncStock(StockBase):
 
     async def delete(self) -> bool:
         """See ``Stock.delete``."""
-        return bool(await aio.call(aio.get_async_redis(self.using), "DEL", *self.keys))
+        client = aio.get_async_redis(self.using)
+        existed = bool(await aio.call(client, "DEL", *self.keys))
+        await aio.call(client, "ZREM", names_key(), self.name)
+        return existed

@@ -20,7 +20,7 @@ from ..exceptions import ReservationError, ReservationExpired, StockError
 from ..locks.keys import text, validate_seconds
 from ..redis.clients import call, get_redis, run_script
 from ..redis.scripts import LuaScript
-from .keys import StockKeys, stock_keys, validate_stock_name
+from .keys import StockKeys, names_key, stock_keys, validate_stock_name
 from .scripts import ADJUST, COUNTS, FINISH, RESERVE
 
 # Bounds that keep every count exact in Lua (doubles: integers up to 2^53).
@@ -84,7 +84,7 @@ def _milliseconds(value: Any, argument: str) -> int:
     return max(1, math.ceil(seconds * 1000))
 
 
-def _epoch(ms: int) -> datetime:
+def epoch(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
@@ -170,7 +170,7 @@ class StockBase:
                     self.name,
                 )
             fence, expires = reply.extra
-            return Reservation(self.name, reservation_id, quantity, int(fence), _epoch(expires))
+            return Reservation(self.name, reservation_id, quantity, int(fence), epoch(expires))
 
         return Operation(RESERVE, self._args(reservation_id, quantity, ttl_ms), answer)
 
@@ -237,15 +237,20 @@ class Stock(StockBase):
             if reply.status != "more":
                 return operation.answer(reply)
 
+    def _adjust(self, operation: Operation) -> StockCounts:
+        counts: StockCounts = self._run(operation)
+        call(get_redis(self.using), "ZADD", names_key(), 0, self.name)  # listed from now on
+        return counts
+
     def set(self, quantity: int) -> StockCounts:
         """Make ``quantity`` units unsold (available + reserved): reservations keep their
         units, confirmed units stay sold. StockError (nothing changed) if more are reserved."""
-        return self._run(self._set_op(quantity))  # type: ignore[no-any-return]
+        return self._adjust(self._set_op(quantity))
 
     def add(self, quantity: int) -> StockCounts:
         """Put ``quantity`` more units up for sale (negative: take them off; StockError, and
         nothing changed, when fewer are available)."""
-        return self._run(self._add_op(quantity))  # type: ignore[no-any-return]
+        return self._adjust(self._add_op(quantity))
 
     def reserve(self, quantity: int = 1, ttl: float = 600.0) -> Reservation | None:
         """Hold ``quantity`` units for ``ttl`` seconds; None when fewer are available."""
@@ -279,4 +284,7 @@ class Stock(StockBase):
     def delete(self) -> bool:
         """Remove the stock and every reservation record (an operator's reset, which also
         clears a corrupt stock). Whether it existed."""
-        return bool(call(get_redis(self.using), "DEL", *self.keys))
+        client = get_redis(self.using)
+        existed = bool(call(client, "DEL", *self.keys))
+        call(client, "ZREM", names_key(), self.name)
+        return existed
