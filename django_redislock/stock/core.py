@@ -189,8 +189,8 @@ class StockBase:
             )
         if not 0 < len(reservation) <= MAX_ID_LENGTH or not reservation.isprintable():
             raise ValueError(
-                f"reservation id {reservation!r} is not one: 1 to {MAX_ID_LENGTH} printable "
-                "characters."
+                f"reservation id must be 1 to {MAX_ID_LENGTH} printable characters, not "
+                f"{reservation!r}."
             )
         return reservation
 

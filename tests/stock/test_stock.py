@@ -187,9 +187,9 @@ BAD_ARGUMENTS: list[tuple[str, Any, tuple[Any, ...], type[Exception], str]] = [
     ("reserve", Stock.reserve, (1, MAX_TTL + 1), ValueError, "ttl must be at most"),
     ("reserve", Stock.reserve, (1, "10"), TypeError, "ttl must be a number"),
     ("confirm", Stock.confirm, (None,), TypeError, "reservation must be a Reservation"),
-    ("confirm", Stock.confirm, ("",), ValueError, "is not one"),
-    ("release", Stock.release, ("x" * 101,), ValueError, "is not one"),
-    ("release", Stock.release, ("a\nb",), ValueError, "is not one"),
+    ("confirm", Stock.confirm, ("",), ValueError, "reservation id must be 1 to 100"),
+    ("release", Stock.release, ("x" * 101,), ValueError, "reservation id must be 1 to 100"),
+    ("release", Stock.release, ("a\nb",), ValueError, "reservation id must be 1 to 100"),
 ]
 
 
