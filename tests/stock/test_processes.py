@@ -57,7 +57,7 @@ class Buyer:
             reservation = self.held.pop(rng.randrange(len(self.held)))
             assert self.stock.release(reservation)
             assert self.stock.release(reservation.id)  # a retry: same answer, no double count
-        if self.late and rng.random() < 0.1:
+        if self.late and rng.random() < 0.05:  # fewer than are made: most wait to expire
             self.confirm(self.late.pop(0))
 
     def confirm(self, reservation: Reservation) -> None:
