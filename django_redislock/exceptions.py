@@ -44,3 +44,27 @@ class InvalidTask(QueueError):
     """A job the worker refuses to run as a task (not a ``@task`` of an installed app, a
     payload that is not JSON, or a return value that is not JSON): it goes to the dead set,
     never retried."""
+
+
+class StockError(RedisLockError):
+    """Base of stock errors; ``stock_name`` names the stock concerned."""
+
+    def __init__(self, message: str, stock_name: str | None = None) -> None:
+        super().__init__(message)
+        self.stock_name = stock_name
+
+
+class ReservationError(StockError):
+    """Confirm or release of a reservation whose ``state`` forbids it: "confirmed" (its units
+    are sold), "released", "expired", or "unknown" (never made, or forgotten)."""
+
+    def __init__(
+        self, message: str, stock_name: str | None, reservation_id: str, state: str
+    ) -> None:
+        super().__init__(message, stock_name)
+        self.reservation_id = reservation_id
+        self.state = state
+
+
+class ReservationExpired(ReservationError):
+    """Confirm of a reservation whose TTL ran out first: its units went back to the stock."""

@@ -29,6 +29,7 @@ from django_redislock.queue.worker import Worker
 from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit
 from django_redislock.redis.clients import run_script
 from django_redislock.redis.scripts import LuaScript, _script
+from django_redislock.stock.core import Stock
 
 from .conftest import Backend
 from .script_monitor import Monitoring, parse, pattern, script_calls
@@ -288,6 +289,19 @@ def exercise_queue_corners() -> None:
     queue.purge("dead")
 
 
+def exercise_stocks() -> None:
+    stock = Stock("m-stock", remember=0.05)
+    stock.set(5)
+    stock.add(1)
+    paid, cancelled = stock.reserve(2), stock.reserve(1)
+    assert paid is not None and cancelled is not None  # noqa: PT018
+    stock.confirm(paid)
+    stock.release(cancelled.id)
+    assert stock.reserve(1, ttl=0.01) is not None
+    time.sleep(0.1)
+    assert stock.counts().reserved == 0  # expired, and the finished ones forgotten
+
+
 @pytest.mark.timeout(60)
 def test_every_key_a_script_touches_is_in_its_keys(nodes: list[tuple[str, int]]) -> None:
     scripts = registered_scripts()
@@ -297,6 +311,7 @@ def test_every_key_a_script_touches_is_in_its_keys(nodes: list[tuple[str, int]])
         exercise_ratelimit()
         exercise_queue()
         exercise_queue_corners()
+        exercise_stocks()
     violations, seen = monitoring.violations(scripts, conf.KEY_PREFIX)
     assert monitoring.stray == 0, "script lines that no EVAL/EVALSHA line accounts for"
     assert seen - set(scripts.values()) == set(), "scripts that are not registered"

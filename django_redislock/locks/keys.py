@@ -31,23 +31,25 @@ from ..conf import conf
 MAX_NAME_LENGTH = 200
 
 
-def validate_name(name: Any) -> str:
+def validate_name(name: Any, what: str = "Lock") -> str:
+    """``name`` if it is usable as the name of a ``what`` (a lock, or a stock: the same
+    rules), else a TypeError/ValueError saying why."""
     if not isinstance(name, str):
-        raise TypeError(f"Lock name must be a str, not {type(name).__name__}.")
+        raise TypeError(f"{what} name must be a str, not {type(name).__name__}.")
     if not name:
-        raise ValueError("Lock name must not be empty.")
+        raise ValueError(f"{what} name must not be empty.")
     if len(name) > MAX_NAME_LENGTH:
         raise ValueError(
-            f"Lock name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}."
+            f"{what} name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}."
         )
     if "{" in name or "}" in name:
         raise ValueError(
-            f"Lock name {name!r} contains a brace; braces would change the Redis Cluster "
+            f"{what} name {name!r} contains a brace; braces would change the Redis Cluster "
             "hash tag of its keys."
         )
     if not name.isprintable() or any(c.isspace() for c in name):
         raise ValueError(
-            f"Lock name {name!r} contains whitespace or control characters; use e.g. ':' "
+            f"{what} name {name!r} contains whitespace or control characters; use e.g. ':' "
             "or '-' to separate its parts."
         )
     return name

@@ -1,0 +1,127 @@
+"""Stock benchmark: reserve+confirm pairs per second on one stock, from one process and from
+N processes at once, beside the floor of two trivial scripts (two round trips) per pair.
+
+    bash scripts/bench.sh stock          # or: python -m benchmarks.stock [--quick]
+
+Uses ``REDIS_URL`` when set (its stock ``bench`` is overwritten), else starts a
+``redis-server`` of its own on a free port. Nothing is asserted: the figures are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import django
+from django.conf import settings
+
+NAME = "bench"
+PLENTY = 10**11  # never sold out
+
+
+def setup(url: str) -> None:
+    settings.configure(INSTALLED_APPS=["django_redislock"], REDISLOCK={"URL": url}, DATABASES={})
+    django.setup()
+
+
+def pairs(seconds: float, floor: bool = False) -> int:
+    """How many reserve+confirm pairs (or, with ``floor``, pairs of trivial scripts) one
+    client completes in ``seconds``."""
+    from django_redislock.redis.clients import get_redis, run_script
+    from django_redislock.redis.scripts import _script
+    from django_redislock.stock.core import Stock
+
+    stock, client, trivial = Stock(NAME), get_redis(), _script("one", "return 1")
+    keys = stock.keys
+    done, deadline = 0, time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(50):
+            if floor:
+                run_script(client, trivial, keys, ())
+                run_script(client, trivial, keys, ())
+            else:
+                reservation = stock.reserve(1, ttl=60)
+                assert reservation is not None
+                stock.confirm(reservation)
+        done += 50
+    return done
+
+
+def worker(seconds: float, start: Any, results: Any) -> None:
+    start.wait()
+    results.put(pairs(seconds))
+
+
+def parallel(processes: int, seconds: float) -> float:
+    context = multiprocessing.get_context("fork")
+    start, results = context.Event(), context.Queue()
+    children = [
+        context.Process(target=worker, args=(seconds, start, results)) for _ in range(processes)
+    ]
+    for child in children:
+        child.start()
+    time.sleep(0.2)  # all forked and connected before the clock starts
+    start.set()
+    total = sum(results.get(timeout=seconds + 60) for _ in children)
+    for child in children:
+        child.join(10)
+    return total / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter runs")
+    parser.add_argument("--processes", type=int, nargs="*", default=[4, 16])
+    args = parser.parse_args()
+    rounds, seconds = (3, 0.5) if args.quick else (10, 1.0)
+
+    server = None
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        from tests.servers import RedisServer
+
+        server = RedisServer().start()
+        url = server.url
+    setup(url)
+    from django_redislock.redis.clients import get_redis
+    from django_redislock.stock.core import Stock
+
+    stock = Stock(NAME)
+    stock.delete()
+    stock.set(PLENTY)
+    info = get_redis().info("server")
+    print(f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
+          f"{os.cpu_count()} CPUs\n")  # fmt: skip
+    try:
+        ours: list[float] = []
+        floor: list[float] = []
+        for _ in range(rounds):  # interleaved, so drift hits both alike
+            ours.append(pairs(seconds) / seconds)
+            floor.append(pairs(seconds, floor=True) / seconds)
+        best, base = statistics.median(ours), statistics.median(floor)
+        print(f"One client, median of {rounds} interleaved rounds of {seconds:.1f} s")
+        print(f"  {'':34}{'pairs/s':>10}")
+        print(f"  {'reserve + confirm':34}{best:10.0f}  ({best / base:.2f}x the floor)")
+        print(f"  {'floor: two trivial scripts':34}{base:10.0f}")
+        print(f"\nN client processes on one stock, {seconds * 3:.1f} s each")
+        for n in args.processes:
+            print(f"  {n:3d} processes: {parallel(n, seconds * 3):10.0f} reserve+confirm pairs/s")
+        counts = stock.counts()
+        assert sum(counts[:3]) == counts.total == PLENTY  # a sanity check, not a figure
+    finally:
+        stock.delete()
+        if server is not None:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""``Stock``: units for sale, reserved in one atomic round trip, then confirmed (sold) or
+released; a reservation nobody finishes gives its units back when its TTL runs out.
+
+What the sync ``Stock`` and the asyncio ``AsyncStock`` share lives in ``StockBase``: the
+argument checks (all made before Redis is touched) and the reading of the scripts' replies.
+Each operation is an ``Operation`` (script, arguments, how to read its answer) that the sync
+or asyncio transport runs.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
+
+from ..exceptions import ReservationError, ReservationExpired, StockError
+from ..locks.keys import text, validate_seconds
+from ..redis.clients import call, get_redis, run_script
+from ..redis.scripts import LuaScript
+from .keys import StockKeys, names_key, stock_keys, validate_stock_name
+from .scripts import ADJUST, COUNTS, FINISH, RESERVE
+
+# Bounds that keep every count exact in Lua (doubles: integers up to 2^53).
+MAX_UNITS = 10**12  # units in one set, add or reserve
+MAX_TOTAL = 2**50  # units a stock may have in all
+MAX_TTL = 30 * 86400.0  # seconds, for a reservation's ttl and for ``remember``
+MAX_ID_LENGTH = 100
+# Due entries (expired reservations, records to forget) each script handles at most.
+SWEEP = 100
+STATES = {"c": "confirmed", "r": "released", "x": "expired", "unknown": "unknown"}
+
+
+class StockCounts(NamedTuple):
+    """A stock's counters, read together: ``available + reserved + confirmed == total``
+    (everything set and added) at every moment."""
+
+    available: int
+    reserved: int
+    confirmed: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Units of stock ``stock`` held for one buyer until ``expires_at`` (server clock).
+    ``id`` is unique: store it with the order as its idempotency key. ``fence`` is strictly
+    greater than every earlier reservation's of the same stock."""
+
+    stock: str
+    id: str
+    quantity: int
+    fence: int
+    expires_at: datetime
+
+
+class Reply(NamedTuple):
+    status: str
+    counts: StockCounts
+    more: bool
+    extra: list[Any]
+
+
+class Operation(NamedTuple):
+    script: LuaScript
+    args: tuple[Any, ...]
+    answer: Callable[[Reply], Any]
+
+
+def _units(value: Any, argument: str, *, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{argument} must be an int, not {type(value).__name__}.")
+    if not minimum <= value <= MAX_UNITS:
+        raise ValueError(f"{argument} must be between {minimum} and {MAX_UNITS}, not {value}.")
+    return value
+
+
+def _milliseconds(value: Any, argument: str) -> int:
+    seconds = validate_seconds(value, argument, allow_zero=False, allow_inf=False)
+    if seconds > MAX_TTL:
+        raise ValueError(f"{argument} must be at most {MAX_TTL:.0f} seconds, not {value!r}.")
+    return max(1, math.ceil(seconds * 1000))
+
+
+def epoch(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+class StockBase:
+    """A stock's name, keys and options, the checks of every argument and the reading of
+    every reply. ``remember`` (seconds): how long a finished reservation's outcome is kept,
+    so that a retried confirm or release gets the same answer; use one value per stock."""
+
+    def __init__(self, name: str, *, remember: float = 86400.0, using: str | None = None):
+        self.name = validate_stock_name(name)
+        self.remember_ms = _milliseconds(remember, "remember")
+        self.using = using
+        self._keys: StockKeys | None = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    @property
+    def keys(self) -> StockKeys:
+        """The stock's Redis keys (built on first use: they follow ``KEY_PREFIX``)."""
+        if self._keys is None:
+            self._keys = stock_keys(self.name)
+        return self._keys
+
+    def _args(self, *args: Any) -> tuple[Any, ...]:
+        return (self.remember_ms, SWEEP, *args)
+
+    def _read(self, raw: Any) -> Reply:
+        status = text(raw[0])
+        if status == "corrupt":
+            key, record = text(raw[6]), text(raw[7])
+            where = f"the record of reservation {record!r} in {key!r}" if record else repr(key)
+            raise StockError(
+                f"Stock {self.name!r} is corrupt: {where} is not what the stock stores "
+                f"there (another program wrote it?). Stock({self.name!r}).delete() removes "
+                "the stock's keys; then set it again.",
+                self.name,
+            )
+        counts = StockCounts(*(int(n) for n in raw[1:5]))
+        return Reply(status, counts, bool(raw[5]), list(raw[6:]))
+
+    def _counts_op(self) -> Operation:
+        return Operation(COUNTS, self._args(), lambda reply: reply.counts)
+
+    def _adjust_op(self, mode: str, units: int) -> Operation:
+        def answer(reply: Reply) -> StockCounts:
+            if reply.status == "short":
+                have = reply.counts
+                raise StockError(
+                    f"Stock {self.name!r} was not changed: {mode}({units}) would leave fewer "
+                    f"than 0 units available ({have.available} available, {have.reserved} "
+                    "reserved).",
+                    self.name,
+                )
+            if reply.status == "toomuch":
+                raise StockError(
+                    f"Stock {self.name!r} was not changed: {mode}({units}) would take its "
+                    f"total over {MAX_TOTAL} units.",
+                    self.name,
+                )
+            return reply.counts
+
+        return Operation(ADJUST, self._args(mode, units, MAX_TOTAL), answer)
+
+    def _set_op(self, quantity: int) -> Operation:
+        return self._adjust_op("set", _units(quantity, "quantity", minimum=0))
+
+    def _add_op(self, quantity: int) -> Operation:
+        return self._adjust_op("add", _units(quantity, "quantity", minimum=-MAX_UNITS))
+
+    def _reserve_op(self, quantity: int, ttl: float) -> Operation:
+        quantity = _units(quantity, "quantity", minimum=1)
+        ttl_ms = _milliseconds(ttl, "ttl")
+        reservation_id = secrets.token_hex(16)
+
+        def answer(reply: Reply) -> Reservation | None:
+            if reply.status == "short":
+                return None
+            if reply.status != "ok":  # "taken": only a resent call can meet its id in use
+                raise StockError(
+                    f"Stock {self.name!r}: reservation id {reservation_id!r} is in use, and not "
+                    f"by a pending reservation of {quantity} units: nothing reserved.",
+                    self.name,
+                )
+            fence, expires = reply.extra
+            return Reservation(self.name, reservation_id, quantity, int(fence), epoch(expires))
+
+        return Operation(RESERVE, self._args(reservation_id, quantity, ttl_ms), answer)
+
+    def _reservation_id(self, reservation: Any) -> str:
+        if isinstance(reservation, Reservation):
+            if reservation.stock != self.name:
+                raise ValueError(
+                    f"reservation {reservation.id!r} is of stock {reservation.stock!r}, not "
+                    f"of {self.name!r}."
+                )
+            return reservation.id
+        if not isinstance(reservation, str):
+            raise TypeError(
+                f"reservation must be a Reservation or its id (str), not "
+                f"{type(reservation).__name__}."
+            )
+        if not 0 < len(reservation) <= MAX_ID_LENGTH or not reservation.isprintable():
+            raise ValueError(
+                f"reservation id must be 1 to {MAX_ID_LENGTH} printable characters, not "
+                f"{reservation!r}."
+            )
+        return reservation
+
+    def _finish_op(self, reservation: Any, action: str) -> Operation:
+        reservation_id = self._reservation_id(reservation)
+
+        def answer(reply: Reply) -> bool:
+            if reply.status in ("ok", action):
+                return True
+            if action == "r" and reply.status == "x":
+                return False
+            state = STATES[reply.status]
+            verb = "confirm" if action == "c" else "release"
+            error = ReservationExpired if reply.status == "x" else ReservationError
+            raise error(
+                f"Cannot {verb} reservation {reservation_id!r} of stock {self.name!r}: it is "
+                f"{state}" + _WHY[reply.status],
+                self.name,
+                reservation_id,
+                state,
+            )
+
+        return Operation(FINISH, self._args(reservation_id, action), answer)
+
+
+_WHY = {
+    "c": " (its units are sold).",
+    "r": " (its units went back to the stock).",
+    "x": " (its TTL ran out and its units went back to the stock).",
+    "unknown": " (never made here, or finished longer than `remember` seconds ago).",
+}
+
+
+class Stock(StockBase):
+    """Units for sale under one name: ``set``/``add`` them, ``reserve`` some for a buyer in one
+    round trip (no lock held), then ``confirm`` (sold) or ``release`` (back at once); a
+    reservation left alone gives its units back when its TTL runs out. Nothing touches Redis
+    before the first call. See the README for the semantics of each method."""
+
+    def _run(self, operation: Operation) -> Any:
+        client = get_redis(self.using)
+        while True:
+            reply = self._read(run_script(client, operation.script, self.keys, operation.args))
+            if reply.status != "more":
+                return operation.answer(reply)
+
+    def _adjust(self, operation: Operation) -> StockCounts:
+        counts: StockCounts = self._run(operation)
+        call(get_redis(self.using), "ZADD", names_key(), 0, self.name)  # listed from now on
+        return counts
+
+    def set(self, quantity: int) -> StockCounts:
+        """Make ``quantity`` units unsold (available + reserved): reservations keep their
+        units, confirmed units stay sold. StockError (nothing changed) if more are reserved."""
+        return self._adjust(self._set_op(quantity))
+
+    def add(self, quantity: int) -> StockCounts:
+        """Put ``quantity`` more units up for sale (negative: take them off; StockError, and
+        nothing changed, when fewer are available)."""
+        return self._adjust(self._add_op(quantity))
+
+    def reserve(self, quantity: int = 1, ttl: float = 600.0) -> Reservation | None:
+        """Hold ``quantity`` units for ``ttl`` seconds; None when fewer are available."""
+        return self._run(self._reserve_op(quantity, ttl))  # type: ignore[no-any-return]
+
+    def confirm(self, reservation: Reservation | str) -> None:
+        """The units of ``reservation`` (or its id) are sold for good. Idempotent. Raises
+        ReservationExpired when its TTL ran out first (its units went back), ReservationError
+        when it was released or is unknown."""
+        self._run(self._finish_op(reservation, "c"))
+
+    def release(self, reservation: Reservation | str) -> bool:
+        """Give the units of ``reservation`` (or its id) back at once; idempotent. False when
+        its TTL had run out (its units were already back). ReservationError when it was
+        confirmed (its units are sold) or is unknown."""
+        return self._run(self._finish_op(reservation, "r"))  # type: ignore[no-any-return]
+
+    def counts(self) -> StockCounts:
+        """The four counters, read at one moment (expired reservations handled first)."""
+        return self._run(self._counts_op())  # type: ignore[no-any-return]
+
+    def available(self) -> int:
+        return self.counts().available
+
+    def reserved(self) -> int:
+        return self.counts().reserved
+
+    def confirmed(self) -> int:
+        return self.counts().confirmed
+
+    def delete(self) -> bool:
+        """Remove the stock and every reservation record (an operator's reset, which also
+        clears a corrupt stock). Whether it existed."""
+        client = get_redis(self.using)
+        existed = bool(call(client, "DEL", *self.keys))
+        call(client, "ZREM", names_key(), self.name)
+        return existed

@@ -1,0 +1,41 @@
+"""Reading stocks for the admin and operators: the names of the stocks, and a stock's
+pending reservations that expire soonest. Plain reads, no script, no KEYS/SCAN."""
+
+from __future__ import annotations
+
+from ..redis.clients import call, get_redis
+from .core import Reservation, Stock, epoch
+from .keys import names_key, parse_record
+
+# How many due entries ``expiring`` reads per reservation asked for: finished ones (kept for
+# ``remember``) may come between pending ones when ``remember`` is shorter than their TTLs.
+LOOK_AHEAD = 10
+
+
+def stock_names(
+    prefix: str = "", offset: int = 0, limit: int = 100, using: str | None = None
+) -> list[str]:
+    """The names of the stocks set so far (by ``set`` or ``add``, not deleted since), in
+    order, those starting with ``prefix`` only."""
+    start = f"[{prefix}" if prefix else "-"
+    end = f"[{prefix}\xff" if prefix else "+"
+    found = call(get_redis(using), "ZRANGEBYLEX", names_key(), start, end, "LIMIT", offset, limit)
+    return [n.decode() if isinstance(n, bytes) else str(n) for n in found]
+
+
+def expiring(stock: Stock, count: int = 10) -> list[Reservation]:
+    """Up to ``count`` pending reservations of ``stock``, soonest expiry first (those past
+    their expiry but not yet given back included: the next call on the stock does that)."""
+    client = get_redis(stock.using)
+    ids = call(client, "ZRANGEBYSCORE", stock.keys.due, "-inf", "+inf", "LIMIT", 0,
+               count * LOOK_AHEAD)  # fmt: skip
+    if not ids:
+        return []
+    found = []
+    for raw_id, value in zip(ids, call(client, "HMGET", stock.keys.records, *ids), strict=True):
+        record = parse_record(value)
+        if record is not None and record.state == "p":
+            reservation_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
+            found.append(Reservation(stock.name, reservation_id, record.quantity,
+                                     record.fence, epoch(record.expires_ms)))  # fmt: skip
+    return found[:count]
