@@ -9,9 +9,11 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncLock",
     "AsyncRateLimit",
+    "AsyncStock",
     "Lock",
     "RateLimit",
     "Redlock",
+    "Stock",
     "get_queue",
     "get_redis",
     "redis_locked",
@@ -26,12 +28,16 @@ if TYPE_CHECKING:
     from .queue.core import get_queue
     from .ratelimit import AsyncRateLimit, RateLimit, redis_rate_limited
     from .redis.clients import get_redis
+    from .stock.async_stock import AsyncStock
+    from .stock.core import Stock
 
 _LAZY = {
     "AsyncLock": ".locks.async_lock",
     "AsyncRateLimit": ".ratelimit",
     "RateLimit": ".ratelimit",
     "redis_rate_limited": ".ratelimit",
+    "AsyncStock": ".stock.async_stock",
+    "Stock": ".stock.core",
     "Lock": ".locks.lock",
     "Redlock": ".locks.redlock",
     "get_queue": ".queue.core",
