@@ -11,10 +11,13 @@ import redis
 from django.http import Http404, HttpRequest, HttpResponse
 
 from ..conf import conf
+from ..exceptions import StockError
 from ..locks.listing import list_locks
 from ..queue.core import get_queue
 from ..queue.jobs import LISTED_STATES
 from ..queue.registry import live_workers
+from ..stock.core import Stock
+from ..stock.listing import count_stocks, expiring, stock_names
 from .actions import ACTIONS, JOB_ACTIONS, MANAGE, RELEASE, due_at
 from .rendering import PER_PAGE, Pager, Rendering, can, corrupt, requested_page, seconds_since
 
@@ -60,6 +63,28 @@ class Pages(Rendering):
             return {"locks": rows, "pager": pager}
 
         return self._page(request, "locks.html", "Locks", load, {"tab": "locks", "prefix": prefix})
+
+    def stocks_view(self, request: HttpRequest) -> HttpResponse:
+        prefix = request.GET.get("q", "")
+
+        def load() -> dict[str, Any]:
+            pager = Pager.of(request, count_stocks(prefix))
+            rows: list[dict[str, Any]] = []
+            now = time.time()
+            for name in stock_names(prefix, pager.offset, PER_PAGE):
+                try:
+                    stock = Stock(name)
+                    counts = stock.counts()  # also gives back what expired
+                    soonest = expiring(stock, 1)
+                except (StockError, ValueError) as exc:  # this one is unreadable; not the rest
+                    rows.append({"name": name, "error": str(exc)})
+                    continue
+                expires_in = soonest[0].expires_at.timestamp() - now if soonest else None
+                rows.append({"name": name, "counts": counts, "expires_in": expires_in})
+            return {"stocks": rows, "pager": pager}
+
+        extra = {"tab": "stocks", "prefix": prefix}
+        return self._page(request, "stocks.html", "Stocks", load, extra)
 
     def workers_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:

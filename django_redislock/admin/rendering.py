@@ -24,6 +24,7 @@ from .actions import VIEW
 logger = logging.getLogger("django_redislock.admin")
 
 PER_PAGE = 50
+TABS = ("dashboard_changelist", "locks", "workers", "stocks")  # the pages every page links to
 REFRESH_SECONDS = 5
 REDIS_ERRORS = (RedisUnavailable, redis.RedisError, redis.exceptions.RedisClusterException)
 
@@ -119,7 +120,7 @@ class Rendering(_Mixin):
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": title,
-            "urls": {n: self._url(n) for n in ("dashboard_changelist", "locks", "workers")},
+            "urls": {n: self._url(n) for n in TABS},
             **context,
         }
         request.current_app = self.admin_site.name

@@ -17,10 +17,19 @@ def stock_names(
 ) -> list[str]:
     """The names of the stocks set so far (by ``set`` or ``add``, not deleted since), in
     order, those starting with ``prefix`` only."""
-    start = f"[{prefix}" if prefix else "-"
-    end = f"[{prefix}\xff" if prefix else "+"
+    start, end = _bounds(prefix)
     found = call(get_redis(using), "ZRANGEBYLEX", names_key(), start, end, "LIMIT", offset, limit)
     return [n.decode() if isinstance(n, bytes) else str(n) for n in found]
+
+
+def count_stocks(prefix: str = "", using: str | None = None) -> int:
+    """How many stock names ``stock_names`` has (those starting with ``prefix``)."""
+    start, end = _bounds(prefix)
+    return int(call(get_redis(using), "ZLEXCOUNT", names_key(), start, end))
+
+
+def _bounds(prefix: str) -> tuple[str, str]:
+    return (f"[{prefix}", f"[{prefix}\xff") if prefix else ("-", "+")
 
 
 def expiring(stock: Stock, count: int = 10) -> list[Reservation]:
