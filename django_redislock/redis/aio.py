@@ -88,11 +88,32 @@ def _from_url(url: str, *, cluster: bool) -> Any:
     return redis.asyncio.Redis.from_url(url, socket_connect_timeout=5)
 
 
+async def _discovered(client: Any) -> None:
+    """Make sure a Cluster client knows the cluster's layout before a command is routed.
+
+    redis-py resolves a command's route before it discovers the topology, and while it knows
+    no node it routes even a keyed command to a random node. When tasks start at once on a
+    new client, their first commands draw MOVED replies; every 5th MOVED makes the client
+    close itself, cutting the connections other tasks have a command in flight on: those fail
+    (``AttributeError`` on a closed writer) or, as a ``ConnectionError`` redis-py retries, run
+    twice (an INCR, a lock acquire, a stock addition counted twice). So no command goes out
+    before the layout is known. ``initialize()`` serializes callers on the client's own
+    ``asyncio.Lock`` and rechecks, so concurrent first callers wait for one discovery; once
+    done, the hot path is an isinstance and a None test. A client redis-py closed itself (a
+    failover) has no default node either, and is rediscovered here the same way. The
+    standalone client has no such step: each command takes a pooled connection to the one
+    server."""
+    if isinstance(client, AsyncRedisCluster) and client.get_default_node() is None:
+        # The exact condition under which redis-py falls back to the random route.
+        await client.initialize()
+
+
 async def run_script(
     client: Any, script: LuaScript, keys: Sequence[Any], args: Sequence[Any]
 ) -> Any:
     """Run a Lua script in one round trip (loading it first only when the server lacks it)."""
     try:
+        await _discovered(client)
         try:
             return await client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         except NoScriptError as missing:
@@ -106,6 +127,7 @@ async def call(client: Any, *args: Any) -> Any:
     """One plain Redis command, with connection failures raised as RedisUnavailable.
     A one-key ``BLPOP`` answers within its timeout to the millisecond (see ``blocking``)."""
     try:
+        await _discovered(client)
         if args[0] == "BLPOP" and len(args) == 3:
             return await _blpop(client, args[1], args[2])
         return await client.execute_command(*args)
