@@ -66,7 +66,7 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
                 if fence is None:
                     self._busy(timeout)
                     return False
-            hold = self._acquired(owner, token, fence)
+            hold = self._acquired(owner, self._permit(token, fence), fence)
             if self.auto_renew:
                 _renewer.renewer.add(self, hold, asyncio.current_task() or current_thread())
         except BaseException:
@@ -97,9 +97,12 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
     async def _give_up_async(self, client: Any, token: str) -> int:
         return int(await run_script(client, GIVE_UP, self._layout.giving_up(token), (token,)))
 
-    async def _release_token_async(self, client: Any, token: str) -> Any:
-        args = self._release_args(token)
+    async def _release_token_async(self, client: Any, permit: str) -> Any:
+        args = self._release_args(permit)
         return await self._call_async(client, RELEASE, self.layout.releasing, args, 1)
+
+    async def _release_handed_async(self, client: Any, token: str, fence: int) -> None:
+        await self._release_token_async(client, self._permit(token, fence))
 
     async def release(self) -> None:
         """Give this task's permit back (to the oldest waiter, if any). LockNotOwned if it

@@ -42,10 +42,10 @@ end
 # semaphore scripts so that both queue and hand over alike.
 WAITERS = """
 -- Pops the oldest waiter still registered and returns its token, TTL ms, fencing flag and
--- owner "<pid>|<host>", or nil when no live waiter is left. Waiters whose registration
--- lapsed are dropped on the way; the loop is bounded so a script never runs long.
-local function next_waiter(waiters, regs)
-  local clock
+-- owner (the rest of its registration), or nil when no live waiter is left. Waiters whose
+-- registration lapsed (on the server clock: ms, or read when first needed) are dropped on
+-- the way; the loop is bounded so a script never runs long.
+local function next_waiter(waiters, regs, clock)
   for _ = 1, 64 do
     local head = redis.call('ZPOPMIN', waiters)[1]
     if not head then return nil end

@@ -54,14 +54,15 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
             if fence is None:
                 self._busy(timeout)
                 return False
+        permit = self._permit(token, fence)
         try:
-            hold = self._acquired(owner, token, fence)
+            hold = self._acquired(owner, permit, fence)
             if self.auto_renew:
                 _renewer.renewer.add(self, hold, current_thread())
         except BaseException:
             self._forget(owner)
             with contextlib.suppress(Exception):
-                self._release_token(client, token)
+                self._release_token(client, permit)
             raise
         return True
 

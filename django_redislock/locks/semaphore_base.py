@@ -20,6 +20,7 @@ from .semaphore_keys import (
     Permit,
     SemaphoreKeys,
     parse_permit,
+    permit_of,
     semaphore_keys,
     validate_limit,
 )
@@ -34,16 +35,18 @@ class SemaphoreState(NamedTuple):
     held: int  # live permits
     waiters: int  # waiters queued (some may have given up unnoticed)
     mine_ms: int  # ms left on the asking owner's permit, -1 when it holds none
-    limit: int | None  # the limit of the latest acquire, None when nobody holds a permit
-    permits: list[Permit]
+    permits: list[Permit]  # when asked for, soonest to expire first
+
+    @property
+    def limit(self) -> int | None:
+        """The limit the latest holder acquired with, None when nobody holds a permit."""
+        return max(self.permits, key=lambda p: p.expires_ms).limit if self.permits else None
 
 
 def parse_state(reply: Any) -> SemaphoreState:
-    count, waiters, mine, limit = (int(v) for v in reply[:4])
-    permits = [parse_permit(reply[i], reply[i + 1]) for i in range(4, len(reply) - 1, 2)]
-    return SemaphoreState(
-        count, waiters, mine, None if limit < 0 else limit, [p for p in permits if p]
-    )
+    held, waiters, mine = (int(v) for v in reply[:3])
+    permits = [parse_permit(reply[i], reply[i + 1]) for i in range(3, len(reply) - 1, 2)]
+    return SemaphoreState(held, waiters, mine, [p for p in permits if p])
 
 
 class SemaphoreBase(LockBase):
@@ -91,13 +94,15 @@ class SemaphoreBase(LockBase):
     def _acquire_argv(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
         """ARGV of ``semaphore_scripts.ACQUIRE``."""
         return (
-            token, _keys.OWNER, self.ttl_ms, self.name, self.limit, *self._flags,
-            self.registration_ms if register else 0, "1" if queued else "0",
+            token, f"{self.limit}|{_keys.OWNER}", self.ttl_ms, self.name, self.limit,
+            *self._flags, self.registration_ms if register else 0, "1" if queued else "0",
         )  # fmt: skip
 
-    def _release_args(self, token: str) -> tuple[Any, ...]:
-        # A force release (no token) hands out as many permits as the latest acquire allowed.
-        return token, self.name, self.limit if token else ""
+    def _permit(self, token: str, fence: int) -> str:
+        return permit_of(token, fence, self.limit, _keys.OWNER)
+
+    def _release_args(self, permit: str) -> tuple[Any, ...]:
+        return permit, self.name, self.limit if permit else ""
 
     @staticmethod
     def _outcome(reply: Any) -> Any:
@@ -121,8 +126,12 @@ class SemaphoreBase(LockBase):
                 self._wake_failed(exc)
         return reply
 
-    def _release_token(self, client: Any, token: str) -> Any:
-        return self._call(client, RELEASE, self.layout.releasing, self._release_args(token), 1)
+    def _release_token(self, client: Any, permit: str) -> Any:
+        """Free ``permit`` ("": every permit) over the sync ``client``."""
+        return self._call(client, RELEASE, self.layout.releasing, self._release_args(permit), 1)
+
+    def _release_handed(self, client: Any, token: str, fence: int) -> None:
+        self._release_token(client, self._permit(token, fence))
 
     def _reenter(self, owner: tuple[Any, ...], hold: Hold) -> bool:
         raise LockError(
@@ -141,7 +150,8 @@ class SemaphoreBase(LockBase):
             raise self._not_owned("extend")
 
     def renewal(self, hold: Hold, now: int) -> tuple[Any, ...]:
-        return ("EVAL", EXTEND.source, 3, *self.layout.extending, *self._extend_args(hold, None))
+        keys = self.layout.extending
+        return ("EVAL", EXTEND.source, len(keys), *keys, *self._extend_args(hold, None))
 
     def _forced(self, reply: Any) -> bool:
         if reply[0] != 1:

@@ -4,14 +4,13 @@ package builds a semaphore's key or reads a permit.
 A semaphore lives in its lock shard (``base`` = ``<prefix>:{L<shard>}:``, see ``keys``), so
 every key of it shares one hash tag and every script runs on Redis Cluster:
 
-    base s:<name>    zset    permits: holder token -> expiry (epoch ms, server clock); a
-                             permit whose expiry passed is reclaimed by the next script that
-                             meets it. The key expires no sooner than its latest permit.
-    base sv:<name>   hash    holder token -> "<acquired ms>|<fence>|<pid>|<host>", and
-                             ``limit`` -> the limit of the latest acquire (for a force release
-                             and the admin); expires with ``s:``.
+    base s:<name>    zset    permits: "<token><fence>|<limit>|<pid>|<host>" -> expiry (epoch
+                             ms, server clock); ``<token>`` is "<hex>|". A permit whose expiry
+                             passed is reclaimed by the next script that meets it; the key
+                             expires no sooner than its latest permit.
     base sq:<name>   zset    waiters, as a lock's ``q:`` (token -> arrival number)
-    base sa:<name>   hash    waiters' registrations, as a lock's ``a:``
+    base sa:<name>   hash    waiters' registrations, as a lock's ``a:``, the owner part being
+                             "<limit>|<pid>|<host>"
     base sf:<name>   string  the last fence handed out (never expires)
     base w:<token>   list    a waiter's wake-up, as a lock's (``scripts.WAKE``)
     base sems        zset    semaphore name -> latest permit expiry, for the admin's listing
@@ -40,7 +39,6 @@ class SemaphoreKeys(NamedTuple):
     """A semaphore's keys, and which of them each script takes."""
 
     holders: str
-    info: str
     waiters: str
     registrations: str
     fence: str
@@ -52,22 +50,22 @@ class SemaphoreKeys(NamedTuple):
         return f"{self.base}w:{token}"
 
     def acquiring(self, token: str) -> tuple[str, ...]:
-        return (*self[:6], self.wake(token))
+        return (*self[:5], self.wake(token))
 
     @property
     def releasing(self) -> tuple[str, ...]:
-        return self[:6]
+        return self[:5]
 
     @property
-    def extending(self) -> tuple[str, str, str]:
-        return self.holders, self.info, self.listing
+    def extending(self) -> tuple[str, str]:
+        return self.holders, self.listing
 
     def giving_up(self, token: str) -> tuple[str, ...]:
-        return self.holders, self.info, self.waiters, self.registrations, self.wake(token)
+        return self.holders, self.waiters, self.registrations, self.wake(token)
 
     @property
-    def reading(self) -> tuple[str, str, str]:
-        return self.holders, self.info, self.waiters
+    def reading(self) -> tuple[str, str]:
+        return self.holders, self.waiters
 
     def wakings(self, handoffs: list[Any]) -> list[tuple[tuple[str], tuple[Any, Any]]]:
         """KEYS and ARGV of one ``WAKE`` per hand-off in ``handoffs`` (``token, fence, ttl``
@@ -80,27 +78,31 @@ class SemaphoreKeys(NamedTuple):
 
 def semaphore_keys(base: str, name: str) -> SemaphoreKeys:
     return SemaphoreKeys(
-        f"{base}s:{name}", f"{base}sv:{name}", f"{base}sq:{name}", f"{base}sa:{name}",
-        f"{base}sf:{name}", f"{base}sems", base,
+        f"{base}s:{name}", f"{base}sq:{name}", f"{base}sa:{name}", f"{base}sf:{name}",
+        f"{base}sems", base,
     )  # fmt: skip
+
+
+def permit_of(token: str, fence: int, limit: int, owner: str) -> str:
+    """The permit (holders member) that ``token`` got with ``fence``; ``owner`` is
+    "<pid>|<host>"."""
+    return f"{token}{fence}|{limit}|{owner}"
 
 
 class Permit(NamedTuple):
     """One live permit as ``Semaphore.holders()`` shows it."""
 
     expires_ms: int
-    acquired_ms: int
     fence: int
+    limit: int
     pid: int
     host: str
 
 
-def parse_permit(expiry: Any, value: Any) -> Permit | None:
-    """The permit stored as ``value`` expiring at ``expiry`` ms, or None when unreadable."""
-    if value is None:
-        return None
+def parse_permit(expiry: Any, member: Any) -> Permit | None:
+    """The permit ``member`` expiring at ``expiry`` ms, or None when unreadable."""
     try:
-        acquired_ms, fence, pid, host = text(value).split("|", 3)
-        return Permit(int(float(expiry)), int(acquired_ms), int(fence), int(pid), host)
+        _, fence, limit, pid, host = text(member).split("|", 4)
+        return Permit(int(float(expiry)), int(fence), int(limit), int(pid), host)
     except ValueError:
         return None

@@ -3,9 +3,14 @@ Every key a script touches arrives in its KEYS, built by ``semaphore_keys`` (whi
 the layout). Permits expire on the server clock; the scripts reclaim expired permits from
 the fixed keys they are given, so a crashed holder's permit comes back after its TTL at most.
 
-Waiters queue and are handed over as a lock's (``scripts.WAITERS``): a script that gives a
-permit to a waiter appends ``<token>, <fence>, <ttl ms>`` of it to its reply, and the caller
-then pushes the fence to that waiter's ``w:<token>`` with ``scripts.WAKE``.
+A permit is the member ``<token><fence>|<owner>`` of the holders zset, ``<owner>`` being
+``<limit>|<pid>|<host>``: its holder can name it (it knows its token, fence and owner), so
+release and extend are O(log n) and nothing else needs writing or cleaning up.
+
+Waiters queue and are handed over as a lock's (``scripts.WAITERS``; their registration's owner
+part is the semaphore owner above): a script that gives a permit to a waiter appends
+``<token>, <fence>, <ttl ms>`` of it to its reply, and the caller then pushes the fence to
+that waiter's ``w:<token>`` with ``scripts.WAKE``.
 """
 
 from __future__ import annotations
@@ -17,49 +22,44 @@ _PERMITS = (
     CLOCK
     + WAITERS
     + """
--- k = {holders, info, waiters, registrations, fence, index}
+-- k = {holders, waiters, registrations, fence, index}
+
+-- The server clock in ms.
+local function clock_ms()
+  return math.floor(clock_us() / 1000)
+end
 
 -- Reclaims the permits whose TTL ran out (a holder that died or overran) and returns how
 -- many are live.
-local function live(k, now)
-  local expired = redis.call('ZRANGEBYSCORE', k[1], '-inf', now)
-  if #expired > 0 then
-    redis.call('ZREMRANGEBYSCORE', k[1], '-inf', now)
-    for i = 1, #expired, 1000 do  -- Lua's unpack takes a few thousand values at most
-      redis.call('HDEL', k[2], unpack(expired, i, math.min(i + 999, #expired)))
-    end
-  end
-  return redis.call('ZCARD', k[1])
+local function live(holders, now)
+  redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+  return redis.call('ZCARD', holders)
 end
 
--- Keeps the permit keys alive as long as their latest permit, and indexes the semaphore.
-local function outlive(holders, info, index, ms, expiry, name)
-  if redis.call('PTTL', holders) < ms then
-    redis.call('PEXPIRE', holders, ms)
-    redis.call('PEXPIRE', info, ms)
-  end
+-- Keeps the holders key alive as long as its latest permit, and indexes the semaphore.
+local function outlive(holders, index, ms, expiry, name)
+  if redis.call('PTTL', holders) < ms then redis.call('PEXPIRE', holders, ms) end
   redis.call('ZADD', index, 'GT', expiry, name)
 end
 
 -- Gives tok a permit for ttl ms; returns its fence (a string, '0' without fencing).
-local function grant(k, tok, ttl, fencing, owner, name, now, limit)
+local function grant(k, tok, ttl, fencing, owner, name, now)
   local f = '0'
-  if fencing == '1' then f = next_fence(k[5]) end
+  if fencing == '1' then f = next_fence(k[4]) end
   local ms = tonumber(ttl)
-  redis.call('ZADD', k[1], now + ms, tok)
-  redis.call('HSET', k[2], tok, now .. '|' .. f .. '|' .. owner, 'limit', limit)
-  outlive(k[1], k[2], k[6], ms, now + ms, name)
+  redis.call('ZADD', k[1], now + ms, tok .. f .. '|' .. owner)
+  outlive(k[1], k[5], ms, now + ms, name)
   return f
 end
 
 -- Gives up to n permits to the oldest live waiters; the caller tok, when met, gets its fence
 -- in out[1], every other one is appended to out as <token, fence, ttl>. Returns how many.
-local function hand_off(k, name, now, n, limit, out, tok)
+local function hand_off(k, name, now, n, out, tok)
   local given = 0
   while given < n do
-    local head, ttl, fencing, owner = next_waiter(k[3], k[4])
+    local head, ttl, fencing, owner = next_waiter(k[2], k[3], now)
     if not head then break end
-    local f = grant(k, head, ttl, fencing, owner, name, now, limit)
+    local f = grant(k, head, ttl, fencing, owner, name, now)
     if head == tok then
       out[1] = tonumber(f)
     else
@@ -72,17 +72,24 @@ local function hand_off(k, name, now, n, limit, out, tok)
   return given
 end
 
--- The fence stored in a permit's value.
-local function fence_of(value)
-  return tonumber(string.match(value, '^[^|]*|(%d+)|'))
+-- The fence of tok's live permit, or nil: a look through every holder (O(limit)), only for
+-- a waiter that may have been handed a permit without knowing it yet.
+local function fence_of(holders, tok, now)
+  local all = redis.call('ZRANGEBYSCORE', holders, '(' .. now, '+inf')
+  for i = 1, #all do
+    if string.sub(all[i], 1, #tok) == tok then
+      return tonumber(string.match(all[i], '^[^|]*|(%d+)|'))
+    end
+  end
+  return nil
 end
 """
 )
 
-# KEYS[1] holders  KEYS[2] info  KEYS[3] waiters  KEYS[4] registrations  KEYS[5] fence
-# KEYS[6] index  KEYS[7] the caller's wake-up list
-# ARGV[1] token ("<hex>|")  ARGV[2] owner "<pid>|<host>"  ARGV[3] ttl ms  ARGV[4] name
-# ARGV[5] limit  ARGV[6] fair "0"/"1"  ARGV[7] fencing "0"/"1"
+# KEYS[1] holders  KEYS[2] waiters  KEYS[3] registrations  KEYS[4] fence  KEYS[5] index
+# KEYS[6] the caller's wake-up list
+# ARGV[1] token ("<hex>|")  ARGV[2] owner "<limit>|<pid>|<host>"  ARGV[3] ttl ms
+# ARGV[4] name  ARGV[5] limit  ARGV[6] fair "0"/"1"  ARGV[7] fencing "0"/"1"
 # ARGV[8] waiter registration ms (0: try once, do not queue)
 # ARGV[9] "1" when this caller queued before
 # Reply: {fence, wait ms, hand-offs...}: fence >= 0 when the caller now holds a permit (0
@@ -92,122 +99,113 @@ ACQUIRE = _script(
     "semaphore_acquire",
     _PERMITS
     + """
-local tok, ttl, name, limit = ARGV[1], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local now = math.floor(clock_us() / 1000)
-local free = limit - live(KEYS, now)
+local tok, ttl, name = ARGV[1], ARGV[3], ARGV[4]
+local now = clock_ms()
+local free = tonumber(ARGV[5]) - live(KEYS[1], now)
+local out = {-1, 0}
 if ARGV[9] == '1' then
   -- Handed a permit while not blocked on the wake-up list (or a retry whose reply was lost).
-  local mine = redis.call('HGET', KEYS[2], tok)
-  if mine and redis.call('ZSCORE', KEYS[1], tok) then
-    redis.call('DEL', KEYS[7])
-    return {fence_of(mine), 0}
+  local f = fence_of(KEYS[1], tok, now)
+  if f then
+    redis.call('DEL', KEYS[6])
+    out[1] = f
+    return out
   end
 end
-local out = {-1, 0}
 if free > 0 and ARGV[6] == '1' then  -- fair: the oldest waiters first, this one if queued
-  free = free - hand_off(KEYS, name, now, free, limit, out, tok)
+  free = free - hand_off(KEYS, name, now, free, out, tok)
 end
 if out[1] < 0 and free > 0 then
-  out[1] = tonumber(grant(KEYS, tok, ttl, ARGV[7], ARGV[2], name, now, limit))
+  out[1] = tonumber(grant(KEYS, tok, ttl, ARGV[7], ARGV[2], name, now))
   free = free - 1
   -- Permits that expired meanwhile go on to the waiters, who need not wait for a re-check.
-  if free > 0 then hand_off(KEYS, name, now, free, limit, out, tok) end
+  if free > 0 then hand_off(KEYS, name, now, free, out, tok) end
 end
 if out[1] >= 0 then
   if ARGV[9] == '1' then
-    redis.call('ZREM', KEYS[3], tok)
-    redis.call('HDEL', KEYS[4], tok)
-    redis.call('DEL', KEYS[7])
+    redis.call('ZREM', KEYS[2], tok)
+    redis.call('HDEL', KEYS[3], tok)
+    redis.call('DEL', KEYS[6])
   end
   return out
 end
 local reg_ms = tonumber(ARGV[8])
-if reg_ms > 0 then queue_waiter(KEYS[3], KEYS[4], tok, reg_ms, ttl, ARGV[7], ARGV[2]) end
+if reg_ms > 0 then queue_waiter(KEYS[2], KEYS[3], tok, reg_ms, ttl, ARGV[7], ARGV[2]) end
 local soonest = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]) or now
 out[2] = math.max(1, soonest - now)
 return out
 """,
 )
 
-# KEYS[1..6] as ACQUIRE's
-# ARGV[1] token, or "" to free every permit whoever holds it (force release)  ARGV[2] name
-# ARGV[3] limit, or "" for the one the latest acquire stored
-# Reply: {freed, hand-offs...}: freed is 1 when the token held a live permit (forced: when
-#        any was held), else 0; then the hand-offs this call made (see above).
+# KEYS[1..5] as ACQUIRE's
+# ARGV[1] the permit, or "" to free every permit whoever holds them (force release)
+# ARGV[2] name  ARGV[3] limit ("" when forced: the freed permits go on to waiters)
+# Reply: {freed, hand-offs...}: freed is 1 when the permit was live (forced: when any was),
+#        else 0; then the hand-offs this call made (see above).
 RELEASE = _script(
     "semaphore_release",
     _PERMITS
     + """
-local tok, name = ARGV[1], ARGV[2]
-local now = math.floor(clock_us() / 1000)
-local count = live(KEYS, now)
-local limit = tonumber(ARGV[3]) or tonumber(redis.call('HGET', KEYS[2], 'limit')) or 0
+local permit, name = ARGV[1], ARGV[2]
+local now = clock_ms()
 local out = {1}
-if tok ~= '' then
-  if redis.call('ZREM', KEYS[1], tok) == 0 then return {0} end
-  redis.call('HDEL', KEYS[2], tok)
-  count = count - 1
+local free
+if permit ~= '' then
+  local expiry = tonumber(redis.call('ZSCORE', KEYS[1], permit))
+  if not expiry or expiry <= now then return {0} end  -- lapsed: never freed by its holder
+  redis.call('ZREM', KEYS[1], permit)
+  free = tonumber(ARGV[3]) - live(KEYS[1], now)
 else
-  if count == 0 then out[1] = 0 end
-  redis.call('DEL', KEYS[1], KEYS[2])
-  count = 0
+  free = live(KEYS[1], now)
+  if free == 0 then out[1] = 0 end
+  redis.call('DEL', KEYS[1])
 end
-if limit > count then hand_off(KEYS, name, now, limit - count, limit, out, tok) end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[2])
-  redis.call('ZREM', KEYS[6], name)
-end
+if free > 0 then hand_off(KEYS, name, now, free, out, '') end
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('ZREM', KEYS[5], name) end
 return out
 """,
 )
 
-# KEYS[1] holders  KEYS[2] info  KEYS[3] index
-# ARGV[1] token  ARGV[2] new ttl ms  ARGV[3] name
-# Reply: 1 when extended, 0 when the token holds no live permit (any more).
+# KEYS[1] holders  KEYS[2] index
+# ARGV[1] the permit  ARGV[2] new ttl ms  ARGV[3] name
+# Reply: 1 when extended, 0 when the permit is not live (any more).
 EXTEND = _script(
     "semaphore_extend",
     CLOCK
     + """
 local now = math.floor(clock_us() / 1000)
-local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not expiry or tonumber(expiry) <= now then return 0 end
+local expiry = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if not expiry or expiry <= now then return 0 end
 local ms = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], now + ms, ARGV[1])
-if redis.call('PTTL', KEYS[1]) < ms then
-  redis.call('PEXPIRE', KEYS[1], ms)
-  redis.call('PEXPIRE', KEYS[2], ms)
-end
-redis.call('ZADD', KEYS[3], 'GT', now + ms, ARGV[3])
+if redis.call('PTTL', KEYS[1]) < ms then redis.call('PEXPIRE', KEYS[1], ms) end
+redis.call('ZADD', KEYS[2], 'GT', now + ms, ARGV[3])
 return 1
 """,
 )
 
 # A waiter stops waiting (timed out). Leaves the queue atomically, so a hand-off cannot go
 # to it any more; if one already did, the caller holds that permit.
-# KEYS[1] holders  KEYS[2] info  KEYS[3] waiters  KEYS[4] registrations
-# KEYS[5] the caller's wake-up list
+# KEYS[1] holders  KEYS[2] waiters  KEYS[3] registrations  KEYS[4] the caller's wake-up list
 # ARGV[1] token
 # Reply: the fence (>= 0) when a permit was handed to the caller meanwhile, else -1.
 GIVE_UP = _script(
     "semaphore_give_up",
-    """
+    _PERMITS
+    + """
 local tok = ARGV[1]
-redis.call('ZREM', KEYS[3], tok)
-redis.call('HDEL', KEYS[4], tok)
-redis.call('DEL', KEYS[5])
-local mine = redis.call('HGET', KEYS[2], tok)
-if mine and redis.call('ZSCORE', KEYS[1], tok) then
-  return tonumber(string.match(mine, '^[^|]*|(%d+)|'))
-end
-return -1
+redis.call('ZREM', KEYS[2], tok)
+redis.call('HDEL', KEYS[3], tok)
+redis.call('DEL', KEYS[4])
+return fence_of(KEYS[1], tok, clock_ms()) or -1
 """,
 )
 
 # Read only: a semaphore's state on the server clock.
-# KEYS[1] holders  KEYS[2] info  KEYS[3] waiters
-# ARGV[1] a token whose permit to look up, or ""  ARGV[2] "1" to list the live permits
-# Reply: {live permits, waiters queued, ms left on the token's permit (-1: none), stored
-#         limit (-1: none), then <expiry ms, value> of each live permit, soonest first}
+# KEYS[1] holders  KEYS[2] waiters
+# ARGV[1] a permit to look up, or ""  ARGV[2] "1" to list the live permits
+# Reply: {live permits, waiters queued, ms left on the permit (-1: not live), then
+#         <expiry ms, permit> of each live permit, soonest first}
 STATE = _script(
     "semaphore_state",
     CLOCK
@@ -218,14 +216,13 @@ if ARGV[1] ~= '' then
   local expiry = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
   if expiry and expiry > now then mine = expiry - now end
 end
-local limit = tonumber(redis.call('HGET', KEYS[2], 'limit')) or -1
-local out = {redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf'), redis.call('ZCARD', KEYS[3]),
-             mine, limit}
+local out = {redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf'), redis.call('ZCARD', KEYS[2]),
+             mine}
 if ARGV[2] == '1' then
   local permits = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
   for i = 1, #permits, 2 do
     out[#out + 1] = permits[i + 1]
-    out[#out + 1] = redis.call('HGET', KEYS[2], permits[i]) or ''
+    out[#out + 1] = permits[i]
   end
 end
 return out

@@ -85,8 +85,13 @@ class SyncWaiting(LockBase):
 
     def _leave(self, client: Any, token: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        if self._give_up(client, token) >= 0:
-            self._release_token(client, token)
+        fence = self._give_up(client, token)
+        if fence >= 0:
+            self._release_handed(client, token, fence)
+
+    def _release_handed(self, client: Any, token: str, fence: int) -> None:
+        """Release what a hand-off gave ``token`` (with ``fence``) too late."""
+        self._release_token(client, token)
 
 
 class AsyncWaiting(LockBase):
@@ -131,8 +136,13 @@ class AsyncWaiting(LockBase):
 
     async def _leave(self, client: Any, token: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        if await self._give_up_async(client, token) >= 0:
-            await self._release_token_async(client, token)
+        fence = await self._give_up_async(client, token)
+        if fence >= 0:
+            await self._release_handed_async(client, token, fence)
+
+    async def _release_handed_async(self, client: Any, token: str, fence: int) -> None:
+        """Release what a hand-off gave ``token`` (with ``fence``) too late."""
+        await self._release_token_async(client, token)
 
     async def _abandon(self, client: Any, token: str) -> None:
         """Leave the queue and free whatever ``token`` may hold (a cancelled or failed
