@@ -13,7 +13,9 @@ every key of it shares one hash tag and every script runs on Redis Cluster:
                              "<limit>|<pid>|<host>"
     base sf:<name>   string  the last fence handed out (never expires)
     base w:<token>   list    a waiter's wake-up, as a lock's (``scripts.WAKE``)
-    base sems        zset    semaphore name -> latest permit expiry, for the admin's listing
+    base sems        zset    semaphore name -> latest permit expiry, for the admin's listing:
+                             an entry outlives a release (so a release costs no count), but
+                             one whose expiry passed has no live permit
 """
 
 from __future__ import annotations

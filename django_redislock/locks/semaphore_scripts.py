@@ -36,20 +36,30 @@ local function live(holders, now)
   return redis.call('ZCARD', holders)
 end
 
--- Keeps the holders key alive as long as its latest permit, and indexes the semaphore.
-local function outlive(holders, index, ms, expiry, name)
-  if redis.call('PTTL', holders) < ms then redis.call('PEXPIRE', holders, ms) end
+-- Keeps the holders key alive as long as its latest permit (``alone``: the only one), and
+-- indexes the semaphore.
+local function outlive(holders, index, ms, expiry, name, alone)
+  if alone or redis.call('PTTL', holders) < ms then redis.call('PEXPIRE', holders, ms) end
   redis.call('ZADD', index, 'GT', expiry, name)
 end
 
--- Gives tok a permit for ttl ms; returns its fence (a string, '0' without fencing).
-local function grant(k, tok, ttl, fencing, owner, name, now)
+-- Gives tok a permit for ttl ms (``alone``: no other permit is held); returns its fence (a
+-- string, '0' without fencing).
+local function grant(k, tok, ttl, fencing, owner, name, now, alone)
   local f = '0'
   if fencing == '1' then f = next_fence(k[4]) end
   local ms = tonumber(ttl)
   redis.call('ZADD', k[1], now + ms, tok .. f .. '|' .. owner)
-  outlive(k[1], k[5], ms, now + ms, name)
+  outlive(k[1], k[5], ms, now + ms, name, alone)
   return f
+end
+
+-- How many permits are held, counting the expired ones unless that reaches ``limit``:
+-- only then do they matter, and are reclaimed.
+local function held(holders, limit, now)
+  local count = redis.call('ZCARD', holders)
+  if count >= limit then return live(holders, now) end
+  return count
 end
 
 -- Gives up to n permits to the oldest live waiters; the caller tok, when met, gets its fence
@@ -59,7 +69,7 @@ local function hand_off(k, name, now, n, out, tok)
   while given < n do
     local head, ttl, fencing, owner = next_waiter(k[2], k[3], now)
     if not head then break end
-    local f = grant(k, head, ttl, fencing, owner, name, now)
+    local f = grant(k, head, ttl, fencing, owner, name, now, false)
     if head == tok then
       out[1] = tonumber(f)
     else
@@ -99,9 +109,10 @@ ACQUIRE = _script(
     "semaphore_acquire",
     _PERMITS
     + """
-local tok, ttl, name = ARGV[1], ARGV[3], ARGV[4]
+local tok, ttl, name, limit = ARGV[1], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local now = clock_ms()
-local free = tonumber(ARGV[5]) - live(KEYS[1], now)
+local count = held(KEYS[1], limit, now)
+local free = limit - count
 local out = {-1, 0}
 if ARGV[9] == '1' then
   -- Handed a permit while not blocked on the wake-up list (or a retry whose reply was lost).
@@ -116,7 +127,7 @@ if free > 0 and ARGV[6] == '1' then  -- fair: the oldest waiters first, this one
   free = free - hand_off(KEYS, name, now, free, out, tok)
 end
 if out[1] < 0 and free > 0 then
-  out[1] = tonumber(grant(KEYS, tok, ttl, ARGV[7], ARGV[2], name, now))
+  out[1] = tonumber(grant(KEYS, tok, ttl, ARGV[7], ARGV[2], name, now, count == 0))
   free = free - 1
   -- Permits that expired meanwhile go on to the waiters, who need not wait for a re-check.
   if free > 0 then hand_off(KEYS, name, now, free, out, tok) end
@@ -154,14 +165,14 @@ if permit ~= '' then
   local expiry = tonumber(redis.call('ZSCORE', KEYS[1], permit))
   if not expiry or expiry <= now then return {0} end  -- lapsed: never freed by its holder
   redis.call('ZREM', KEYS[1], permit)
-  free = tonumber(ARGV[3]) - live(KEYS[1], now)
+  if redis.call('EXISTS', KEYS[2]) == 0 then return out end  -- nobody waits
+  free = tonumber(ARGV[3]) - held(KEYS[1], tonumber(ARGV[3]), now)
 else
   free = live(KEYS[1], now)
   if free == 0 then out[1] = 0 end
   redis.call('DEL', KEYS[1])
 end
 if free > 0 then hand_off(KEYS, name, now, free, out, '') end
-if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('ZREM', KEYS[5], name) end
 return out
 """,
 )
