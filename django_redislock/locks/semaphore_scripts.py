@@ -111,7 +111,9 @@ ACQUIRE = _script(
     + """
 local tok, ttl, name, limit = ARGV[1], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local now = clock_ms()
-local count = held(KEYS[1], limit, now)
+local count = redis.call('ZCARD', KEYS[1])
+local full = count >= limit
+if full then count = live(KEYS[1], now) end  -- only then do expired permits matter
 local free = limit - count
 local out = {-1, 0}
 if ARGV[9] == '1' then
@@ -129,8 +131,9 @@ end
 if out[1] < 0 and free > 0 then
   out[1] = tonumber(grant(KEYS, tok, ttl, ARGV[7], ARGV[2], name, now, count == 0))
   free = free - 1
-  -- Permits that expired meanwhile go on to the waiters, who need not wait for a re-check.
-  if free > 0 then hand_off(KEYS, name, now, free, out, tok) end
+  -- Permits that expired (found so when the semaphore looked full) go on to the waiters,
+  -- who need not wait for their re-check.
+  if full and free > 0 then hand_off(KEYS, name, now, free, out, tok) end
 end
 if out[1] >= 0 then
   if ARGV[9] == '1' then
