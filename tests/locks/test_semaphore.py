@@ -292,3 +292,34 @@ def test_bad_arguments_fail_before_redis_is_touched(settings):
         Semaphore("bad", limit=2, timeout=-1)
     with pytest.raises(RedisUnavailable):
         Semaphore("bad", limit=2).acquire(math.inf)
+
+
+def test_another_thread_releases_an_owners_permit(backend):
+    # As @redis_locked does when a streaming response is closed on another thread.
+    semaphore = Semaphore("streamed", limit=1, ttl=30)
+    owners: list[Any] = []
+
+    def take() -> None:
+        assert semaphore.acquire(0)
+        owners.append(semaphore._owner(threading.get_ident()))
+
+    in_thread(take).join(5)
+    assert semaphore.count() == 1
+    in_thread(semaphore.release_owner, owners[0]).join(5)
+    assert semaphore.count() == 0
+
+
+def test_the_renewer_reports_a_force_released_permit_lost(backend):
+    lost: list[str] = []
+    receiver = lambda sender, **kw: lost.append(kw["name"])  # noqa: E731
+    lock_lost.connect(receiver)
+    try:
+        semaphore = Semaphore("renewed-lost", limit=2, ttl=0.3, auto_renew=True)
+        assert semaphore.acquire(0)
+        assert Semaphore.force_release("renewed-lost")
+        wait_for(lambda: lost == ["renewed-lost"])
+        assert not semaphore.owned()
+        with pytest.raises(LockNotOwned):
+            semaphore.release()
+    finally:
+        lock_lost.disconnect(receiver)
