@@ -155,6 +155,10 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         """The live permits, soonest to expire first."""
         return (await self._state(permits=True)).permits
 
+    async def state(self) -> SemaphoreState:
+        """Holders, waiters and the limit in one read (for the admin)."""
+        return await self._state(permits=True)
+
     @classmethod
     async def force_release(cls, name: str, using: str | None = None) -> bool:
         """Free every permit of semaphore ``name``; the oldest waiters get them at once."""

@@ -48,6 +48,8 @@ def test_roundtrip(backend):
         assert 4.5 < await semaphore.ttl() <= 5
         await semaphore.extend(20)
         assert await semaphore.ttl() > 19
+        state = await semaphore.state()
+        assert (state.held, state.limit, state.waiters) == (1, 2, 0)
         assert [p.pid for p in await semaphore.holders()] == [os.getpid()]
         await semaphore.release()
         assert await semaphore.count() == 0

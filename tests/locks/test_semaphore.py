@@ -67,6 +67,9 @@ def test_at_most_limit_holders(backend):
     assert not first.owned()
     assert {p.pid for p in third.holders()} == {p.pid for p in second.holders()}
     assert len(third.holders()) == 2
+    state = third.state()
+    assert (state.held, state.limit, state.waiters) == (2, 2, 0)
+    assert [p.fence for p in state.permits] == [0, 0]
 
 
 def test_roundtrip_ttl_and_context_manager(backend):

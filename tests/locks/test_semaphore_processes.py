@@ -21,9 +21,9 @@ FENCES = "test:{sem}:fences"
 LIMIT = 3
 
 
-def enter_and_leave(times: int, guarded: bool) -> None:
+def enter_and_leave(times: int, guarded: bool, fair: bool) -> None:
     client = get_redis()
-    semaphore = Semaphore("pool", limit=LIMIT, ttl=10, timeout=math.inf, fencing=True)
+    semaphore = Semaphore("pool", limit=LIMIT, ttl=10, timeout=math.inf, fencing=True, fair=fair)
     for _ in range(times):
         if guarded:
             semaphore.acquire()
@@ -35,15 +35,16 @@ def enter_and_leave(times: int, guarded: bool) -> None:
             semaphore.release()
 
 
-def run_eight(backend: Any, processes: Any, guarded: bool) -> list[int]:
+def run_eight(backend: Any, processes: Any, guarded: bool, fair: bool = False) -> list[int]:
     for _ in range(8):
-        processes.start(enter_and_leave, 60, guarded)
+        processes.start(enter_and_leave, 60, guarded, fair)
     processes.join_all(120)
     return [int(v) for v in backend.client.lrange(SEEN, 0, -1)]
 
 
-def test_eight_processes_never_exceed_the_limit(real_backend, processes):
-    seen = run_eight(real_backend, processes, True)
+@pytest.mark.parametrize("fair", [False, True], ids=["plain", "fair"])
+def test_eight_processes_never_exceed_the_limit(real_backend, processes, fair):
+    seen = run_eight(real_backend, processes, True, fair)
     assert len(seen) == 480
     assert max(seen) == LIMIT  # the limit is reached, never passed
     fences = [int(v) for v in real_backend.client.lrange(FENCES, 0, -1)]
