@@ -109,3 +109,36 @@ def test_fair_processes_get_permits_in_arrival_order(real_backend, processes, se
     got = sorted(results.get(timeout=30) for _ in range(4))
     assert [tag for _, tag in got] == [0, 1, 2, 3]
     processes.join_all(30)
+
+
+def wait_until_killed() -> None:
+    Semaphore("dead-line", limit=1, ttl=30, fair=True).acquire(60)
+
+
+def wait_and_report(results: Any) -> None:
+    semaphore = Semaphore("dead-line", limit=1, ttl=30, fair=True)
+    results.put((semaphore.acquire(20), os.getpid()))
+
+
+def test_a_dead_waiter_does_not_stall_the_line(real_backend, processes):
+    holder = Semaphore("dead-line", limit=1, ttl=30, fair=True)
+    assert holder.acquire(0)
+    waiters = holder.layout.waiters
+
+    def queued(count: int) -> None:
+        deadline = time.monotonic() + 10
+        while real_backend.client.zcard(waiters) < count:
+            assert time.monotonic() < deadline, "the waiter never queued"
+            time.sleep(0.005)
+
+    dead = processes.start(wait_until_killed)
+    queued(1)
+    os.kill(dead.pid, signal.SIGKILL)
+    results = processes.queue()
+    processes.start(wait_and_report, results)
+    queued(2)  # behind the dead one
+    time.sleep(holder.registration_ms / 1000 + 0.2)  # the dead one's registration lapses
+    holder.release()
+    got, pid = results.get(timeout=30)
+    assert got
+    assert [p.pid for p in holder.holders()] == [pid]
