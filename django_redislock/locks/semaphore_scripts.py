@@ -126,7 +126,9 @@ if ARGV[9] == '1' then
   end
 end
 if free > 0 and ARGV[6] == '1' then  -- fair: the oldest waiters first, this one if queued
-  free = free - hand_off(KEYS, name, now, free, out, tok)
+  local handed = hand_off(KEYS, name, now, free, out, tok)
+  free = free - handed
+  count = count + handed
 end
 if out[1] < 0 and free > 0 then
   out[1] = tonumber(grant(KEYS, tok, ttl, ARGV[7], ARGV[2], name, now, count == 0))

@@ -16,6 +16,8 @@ import pytest
 from django_redislock.exceptions import LockError, LockNotOwned, LockTimeout, RedisUnavailable
 from django_redislock.locks.semaphore import Semaphore
 from django_redislock.locks.semaphore_keys import MAX_LIMIT
+from django_redislock.locks.semaphore_scripts import ACQUIRE
+from django_redislock.redis.clients import run_script
 from django_redislock.signals import lock_acquired, lock_busy, lock_lost, lock_released
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -326,3 +328,21 @@ def test_the_renewer_reports_a_force_released_permit_lost(backend):
             semaphore.release()
     finally:
         lock_lost.disconnect(receiver)
+
+
+def test_a_fair_newcomer_keeps_the_permits_it_hands_on_alive(backend):
+    # Every permit expired while a waiter (queued straight through the script, so it never
+    # re-checks) still waits: a fair newcomer hands it a 30 s permit first, then takes its own
+    # short one, which must not cut the permits' key short under the waiter's permit.
+    for _ in range(2):
+        assert Semaphore("handed", limit=2, ttl=0.1, fair=True).acquire(0)
+    waiter = Semaphore("handed", limit=2, ttl=30, fair=True)
+    args = waiter._acquire_argv("waiter|", True, False)
+    run_script(backend.client, ACQUIRE, waiter.layout.acquiring("waiter|"), args)
+    assert queued(backend, "handed") == 1
+    time.sleep(0.2)
+    newcomer = Semaphore("handed", limit=2, ttl=0.3, fair=True)
+    assert newcomer.acquire(0)
+    assert backend.client.pttl(newcomer.layout.holders) > 20_000
+    time.sleep(0.4)
+    assert newcomer.count() == 1  # the waiter's permit outlived the newcomer's
