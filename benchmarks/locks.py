@@ -13,6 +13,9 @@ Measures:
   holds the lock — median and p95;
 * 16 client processes contending for one lock with a 10 ms hold: total acquisitions/s and
   the min/max share of acquisitions per client.
+
+``Semaphore`` (limit 1, so that a waiter blocks) runs beside ``Lock`` in the first two, and
+its ratios to ``Lock`` are printed against the targets of issue 14.
 """
 
 from __future__ import annotations
@@ -79,6 +82,19 @@ def ours_fair(url: str, name: str, ttl: float) -> tuple[Callable[..., bool], Cal
 
 def ours_no_spin(url: str, name: str, ttl: float) -> tuple[Callable[..., bool], Callable[[], None]]:
     return ours(url, name, ttl, spin=False)
+
+
+def ours_semaphore(
+    url: str, name: str, ttl: float
+) -> tuple[Callable[..., bool], Callable[[], None]]:
+    from django_redislock.locks.semaphore import Semaphore
+
+    semaphore = Semaphore(name, limit=1, ttl=ttl)
+
+    def acquire(blocking: bool = False) -> bool:
+        return semaphore.acquire(math.inf if blocking else 0)
+
+    return acquire, semaphore.release
 
 
 def raw_floor(url: str, name: str, ttl: float) -> tuple[Callable[..., bool], Callable[[], None]]:
@@ -148,6 +164,7 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
     "raw floor, own conn": raw_floor_own_connection,
     "django-redislock": ours,
     "ours, SPIN_WAIT 0": ours_no_spin,
+    "ours, Semaphore": ours_semaphore,
     "redis-py Lock": redis_py,
     "python-redis-lock": python_redis_lock,
     "pottery Redlock": pottery,
@@ -232,6 +249,7 @@ HANDOFF: dict[str, Callable[..., Any]] = {
     "django-redislock": ours,
     "django-redislock fair": ours_fair,
     "ours, SPIN_WAIT 0": ours_no_spin,
+    "ours, Semaphore": ours_semaphore,
     "python-redis-lock": python_redis_lock,
     "redis-py Lock": redis_py,
 }
@@ -274,7 +292,10 @@ def contention(url: str, kind: str, clients: int, seconds: float) -> tuple[float
 
 
 HANDOFF_ROUNDS = 5
-PUSHED = {"django-redislock", "django-redislock fair", "ours, SPIN_WAIT 0", "python-redis-lock"}
+PUSHED = {
+    "django-redislock", "django-redislock fair", "ours, SPIN_WAIT 0", "ours, Semaphore",
+    "python-redis-lock",
+}  # fmt: skip
 
 CONTENTION: dict[str, Callable[..., Any]] = {
     "django-redislock fair": ours_fair,
@@ -315,6 +336,8 @@ def main() -> None:
         print(f"  {'':22}{'pairs/s':>10}  {'django-redislock / it':>22}")
         for name, rate in rates.items():
             print(f"  {name:22}{rate:10.0f}  {ours_rate / rate:21.2f}x")
+        ratio = rates["ours, Semaphore"] / ours_rate
+        print(f"  Semaphore / Lock pairs/s: {ratio:.2f} (issue 14: >= 0.90)")
 
         for idle, title in [
             (0.0, "released as soon as Redis reports the waiter blocked"),
@@ -336,6 +359,8 @@ def main() -> None:
             print(f"  {'':24}{'median ms':>10}{'p95 ms':>10}  {'django-redislock / it':>22}")
             for kind, (med, p95) in results.items():
                 print(f"  {kind:24}{med * 1000:10.3f}{p95 * 1000:10.3f}  {base / med:21.2f}x")
+            ratio = results["ours, Semaphore"][0] / base
+            print(f"  Semaphore / Lock hand-off median: {ratio:.2f} (issue 14: <= 1.20)")
 
         print(f"\n16 processes contending, 10 ms hold, {window:.0f} s")
         print(f"  {'':24}{'acq/s':>8}{'min/max share':>15}")

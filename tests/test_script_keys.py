@@ -21,8 +21,10 @@ from django.test import Client
 import django_redislock
 from django_redislock import AsyncLock, Lock, Redlock, get_queue, get_redis
 from django_redislock.conf import conf
+from django_redislock.locks.async_semaphore import AsyncSemaphore
 from django_redislock.locks.keys import index_keys, lock_base
 from django_redislock.locks.listing import describe_lock, list_locks
+from django_redislock.locks.semaphore import Semaphore
 from django_redislock.queue.schedule import Scheduler
 from django_redislock.queue.scripts import START
 from django_redislock.queue.worker import Worker
@@ -136,6 +138,7 @@ def exercise_locks() -> None:
     with Lock("m-corrupt", ttl=5):
         pass
     asyncio.run(exercise_async_locks())
+    exercise_semaphores()
     redlock = Redlock("m-redlock", ttl=5, nodes=[node_of(lock_base("m-redlock", 1))])
     with redlock:
         redlock.extend(10)
@@ -150,6 +153,38 @@ async def exercise_async_locks() -> None:
     holder = AsyncLock("m-async", ttl=5)
     assert await holder.acquire(0)
     assert await AsyncLock.force_release("m-async")
+
+
+def exercise_semaphores() -> None:
+    holder = Semaphore("m-sem", limit=1, ttl=5, fencing=True)
+    assert holder.acquire(0)
+    holder.extend(10)
+    assert holder.locked()
+    assert holder.holders()
+    assert not Semaphore("m-sem", limit=1, ttl=5).acquire(0.2)  # gives up
+    waiter = threading.Thread(
+        target=Semaphore("m-sem", limit=1, ttl=5, fair=True).acquire, args=(10,)
+    )
+    waiter.start()
+    until(lambda: get_redis().zcard(holder.layout.waiters) == 1)
+    holder.release()  # handed over, then woken
+    waiter.join(15)
+    assert Semaphore.force_release("m-sem")
+    assert Semaphore("m-sem-dead", limit=1, ttl=0.2).acquire(0)  # reclaimed when it expires
+    assert Semaphore("m-sem-dead", limit=1, ttl=5).acquire(5)
+    with Semaphore("m-sem-renewed", limit=2, ttl=1.5, auto_renew=True):
+        time.sleep(0.6)
+    asyncio.run(exercise_async_semaphores())
+
+
+async def exercise_async_semaphores() -> None:
+    semaphore = AsyncSemaphore("m-async-sem", limit=2, ttl=5)
+    assert await semaphore.acquire(0)
+    await semaphore.extend(10)
+    assert await semaphore.count() == 1
+    await semaphore.release()
+    assert await semaphore.acquire(0)
+    assert await AsyncSemaphore.force_release("m-async-sem")
 
 
 def exercise_listing() -> None:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Sequence
 from secrets import token_hex
-from threading import current_thread, get_ident
+from threading import current_thread
 from types import TracebackType
 from typing import Any
 
@@ -23,33 +23,16 @@ from ..redis.aio import call, get_async_redis, run_script
 from ..redis.clients import get_redis
 from ..redis.scripts import LuaScript
 from . import renewer as _renewer
-from .base import Hold, LockBase
+from .base import Hold
 from .core import now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, WAKE
+from .waiting import AsyncWaiting
+from .waiting import _task as _task  # decorators.py imports it from here
 
 logger = logging.getLogger("django_redislock.locks")
 
 
-def _task() -> Any:
-    return asyncio.current_task() or get_ident()
-
-
-def _cancelling() -> int:
-    """How many cancellations of the current task are pending (Python 3.11+; else 0)."""
-    task = asyncio.current_task()
-    count = getattr(task, "cancelling", None)
-    return int(count()) if count is not None else 0
-
-
-def _cancelled_since(before: int) -> None:
-    """Raise the CancelledError that a cancel() during the last await should have raised:
-    redis-py's asyncio client can swallow it mid-command, and the waiter would then wait on
-    until its timeout."""
-    if _cancelling() > before:
-        raise asyncio.CancelledError
-
-
-class AsyncLock(LockBase):
+class AsyncLock(AsyncWaiting):
     """``async with AsyncLock("name"):`` — see ``Lock`` for the options."""
 
     @property
@@ -101,13 +84,6 @@ class AsyncLock(LockBase):
             raise
         return True
 
-    async def _abandon(self, client: Any, token: str) -> None:
-        try:
-            await run_script(client, GIVE_UP, self._keys.giving_up(token), (token,))
-            await self._run_async(client, RELEASE, self._keys.releasing, self._release_args(token))
-        except Exception:
-            logger.warning("Could not clean up an abandoned acquire of lock %r", self.name)
-
     async def _run_async(
         self, client: Any, script: LuaScript, keys: Sequence[str], args: Any
     ) -> Any:
@@ -121,35 +97,19 @@ class AsyncLock(LockBase):
                 self._wake_failed(exc)
         return reply
 
-    async def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
-        """Block until a releasing holder hands the lock over, the holder's TTL runs out, or
-        the deadline (monotonic) passes. Returns the fence, or None."""
-        # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
-        # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = self._keys.wake(token)
-        while True:
-            block = self._block_for(deadline, pttl)
-            if block:
-                asked = _cancelling()
-                popped = await call(client, "BLPOP", wake, block)
-                _cancelled_since(asked)
-                if popped is not None and time.monotonic() <= deadline:
-                    return int(popped[1])
-            if time.monotonic() >= deadline:
-                await self._leave(client, token)
-                return None
-            args = self._args(token, True, True)
-            asked = _cancelling()
-            reply = await self._run_async(client, ACQUIRE, self._keys.acquiring(token), args)
-            _cancelled_since(asked)
-            if type(reply) is int:
-                return reply
-            pttl = reply[0]
+    def _wake_key(self, token: str) -> str:
+        return self._keys.wake(token)
 
-    async def _leave(self, client: Any, token: str) -> None:
-        """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        if await run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)) >= 0:
-            await self._run_async(client, RELEASE, self._keys.releasing, self._release_args(token))
+    async def _recheck_async(self, client: Any, token: str) -> Any:
+        args = self._args(token, True, True)
+        return await self._run_async(client, ACQUIRE, self._keys.acquiring(token), args)
+
+    async def _give_up_async(self, client: Any, token: str) -> int:
+        return int(await run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)))
+
+    async def _release_token_async(self, client: Any, token: str) -> Any:
+        args = self._release_args(token)
+        return await self._run_async(client, RELEASE, self._keys.releasing, args)
 
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does

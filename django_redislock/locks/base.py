@@ -181,6 +181,13 @@ class LockBase(LockCore):
         hold.lost = True
         self._report_lost(where)
 
+    def renewal(self, hold: Hold, now: int) -> tuple[Any, ...]:
+        """The command the renewer pipelines to reset ``hold``'s TTL (``now``: epoch ms)."""
+        return (
+            "EVAL", EXTEND.source, 3, *self.keys.extending, hold.token, self.ttl_ms, self.name,
+            now,
+        )  # fmt: skip
+
     def _owns_value(self, hold: Hold | None, value: Any) -> bool:
         return hold is not None and not hold.lost and held_by(value, hold.token)
 

@@ -11,14 +11,14 @@ from typing import Any
 
 from ..redis.clients import call, get_redis, run_script
 from . import renewer as _renewer
-from .base import LockBase
 from .core import SyncContext, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
+from .waiting import SyncWaiting
 
 logger = logging.getLogger(__name__)
 
 
-class Lock(LockBase, SyncContext):
+class Lock(SyncWaiting, SyncContext):
     """A distributed lock. ``with Lock("name"):`` acquires (or raises LockTimeout) and
     releases on exit. See the README for every option."""
 
@@ -65,43 +65,20 @@ class Lock(LockBase, SyncContext):
         confirm, Redis went away, an interrupt), so no lock is left held by nobody-who-knows."""
         self._forget(owner)
         with contextlib.suppress(Exception):
-            self._run(self.client, RELEASE, self.keys.releasing, self._release_args(token))
+            self._release_token(self.client, token)
 
-    def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
-        """Block until a releasing holder hands the lock over (pushed to our wake-up list), the
-        holder's TTL runs out, or the deadline (monotonic) passes. Returns the fence, or None."""
-        try:
-            return self._wait_loop(client, token, deadline, pttl)
-        except BaseException:
-            # Leave the queue, so no hand-off goes to a waiter that stopped waiting; if one
-            # already did, give the lock on.
-            with contextlib.suppress(Exception):
-                self._leave(client, token)
-            raise
+    def _wake_key(self, token: str) -> str:
+        return self._keys.wake(token)
 
-    def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
-        # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
-        # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = self._keys.wake(token)
-        while True:
-            block = self._block_for(deadline, pttl)
-            if block:
-                popped = call(client, "BLPOP", wake, block)
-                if popped is not None and time.monotonic() <= deadline:
-                    return int(popped[1])
-            if time.monotonic() >= deadline:
-                self._leave(client, token)
-                return None
-            args = self._args(token, True, True)
-            reply = self._run(client, ACQUIRE, self._keys.acquiring(token), args)
-            if type(reply) is int:
-                return reply
-            pttl = reply[0]
+    def _recheck(self, client: Any, token: str) -> Any:
+        args = self._args(token, True, True)
+        return self._run(client, ACQUIRE, self._keys.acquiring(token), args)
 
-    def _leave(self, client: Any, token: str) -> None:
-        """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        if run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)) >= 0:
-            self._run(client, RELEASE, self._keys.releasing, self._release_args(token))
+    def _give_up(self, client: Any, token: str) -> int:
+        return int(run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)))
+
+    def _release_token(self, client: Any, token: str) -> Any:
+        return self._run(client, RELEASE, self._keys.releasing, self._release_args(token))
 
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..redis.clients import UNAVAILABLE
 from ..signals import lock_abandoned
-from .scripts import EXTEND
 
 if TYPE_CHECKING:
     from .base import Hold, LockBase
@@ -148,10 +147,7 @@ class Renewer:
         for entries in by_client.values():
             pipe = entries[0][0].renew_client.pipeline(transaction=False)
             for lock, hold in entries:
-                pipe.execute_command(
-                    "EVAL", EXTEND.source, 3, *lock.keys.extending,
-                    hold.token, lock.ttl_ms, lock.name, now_ms,
-                )  # fmt: skip
+                pipe.execute_command(*lock.renewal(hold, now_ms))
             try:
                 replies = pipe.execute(raise_on_error=False)
             except UNAVAILABLE as exc:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from ..redis.scripts import _script
 
-# Shared by the scripts that free a lock or queue a waiter.
-_HANDOFF = """
+# The server clock and fences, shared with the semaphore scripts.
+CLOCK = """
 -- The server's clock, in microseconds.
 local function clock_us()
   local t = redis.call('TIME')
@@ -36,32 +36,58 @@ local function next_fence(counter)
   redis.call('SET', counter, text)
   return text, f
 end
+"""
 
--- Gives the free lock straight to the oldest waiter still registered, and returns its
--- token, fence (a string) and TTL ms, or false when no live waiter is left. Waiters whose
--- registration lapsed are dropped on the way; the loop is bounded so a script never runs
--- long. k = {lock, waiters, index, fence, names, registrations}.
-local function handoff(k, name, now)
-  local clock
+# The waiters' queue (a zset of tokens by arrival, and their registrations), shared with the
+# semaphore scripts so that both queue and hand over alike.
+WAITERS = """
+-- Pops the oldest waiter still registered and returns its token, TTL ms, fencing flag and
+-- owner (the rest of its registration), or nil when no live waiter is left. Waiters whose
+-- registration lapsed (on the server clock: ms, or read when first needed) are dropped on
+-- the way; the loop is bounded so a script never runs long.
+local function next_waiter(waiters, regs, clock)
   for _ = 1, 64 do
-    local head = redis.call('ZPOPMIN', k[2])[1]
-    if not head then return false end
-    local ok, reg = pcall(redis.call, 'HGET', k[6], head)
+    local head = redis.call('ZPOPMIN', waiters)[1]
+    if not head then return nil end
+    local ok, reg = pcall(redis.call, 'HGET', regs, head)
     if ok and reg then
-      redis.call('HDEL', k[6], head)
+      redis.call('HDEL', regs, head)
       clock = clock or math.floor(clock_us() / 1000)
       local deadline, ttl, fencing, ident = string.match(reg, '^(%d+)|(%d+)|(%d)|(.*)$')
-      if deadline and tonumber(deadline) >= clock then
-        local f = '0'
-        if fencing == '1' then f = next_fence(k[4]) end
-        redis.call('SET', k[1], head .. now .. '|' .. f .. '|' .. ident, 'PX', ttl)
-        redis.call('ZADD', k[3], now + tonumber(ttl), name)
-        redis.call('ZADD', k[5], 0, name)
-        return head, f, ttl
-      end
+      if deadline and tonumber(deadline) >= clock then return head, ttl, fencing, ident end
     end
   end
-  return false
+  return nil
+end
+
+-- Queues waiter tok last (kept in place when queued already) and registers it for reg_ms.
+local function queue_waiter(waiters, regs, tok, reg_ms, ttl, fencing, owner)
+  local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
+  redis.call('ZADD', waiters, 'NX', (tonumber(last) or 0) + 1, tok)
+  redis.call('PEXPIRE', waiters, reg_ms * 2)
+  local deadline = math.floor(clock_us() / 1000) + reg_ms
+  redis.call('HSET', regs, tok, deadline .. '|' .. ttl .. '|' .. fencing .. '|' .. owner)
+  if redis.call('PTTL', regs) < reg_ms then redis.call('PEXPIRE', regs, reg_ms) end
+end
+"""
+
+# Shared by the scripts that free a lock or queue a waiter.
+_HANDOFF = (
+    CLOCK
+    + WAITERS
+    + """
+-- Gives the free lock straight to the oldest waiter still registered, and returns its
+-- token, fence (a string) and TTL ms, or false when no live waiter is left.
+-- k = {lock, waiters, index, fence, names, registrations}.
+local function handoff(k, name, now)
+  local head, ttl, fencing, ident = next_waiter(k[2], k[6])
+  if not head then return false end
+  local f = '0'
+  if fencing == '1' then f = next_fence(k[4]) end
+  redis.call('SET', k[1], head .. now .. '|' .. f .. '|' .. ident, 'PX', ttl)
+  redis.call('ZADD', k[3], now + tonumber(ttl), name)
+  redis.call('ZADD', k[5], 0, name)
+  return head, f, ttl
 end
 
 -- A lock's value. A key of another type is not a lock of ours (corrupt): it reads as a value
@@ -77,6 +103,7 @@ local function fence_of(value)
   return tonumber(string.match(value, '^[^|]*|[^|]*|(%d+)|'))
 end
 """
+)
 
 # KEYS[1] lock  KEYS[2] waiters  KEYS[3] index  KEYS[4] fence counter  KEYS[5] names
 # KEYS[6] registrations  KEYS[7] where a lock key of the wrong type is set aside
@@ -149,14 +176,7 @@ else
 end
 
 local reg_ms = tonumber(ARGV[8])
-if reg_ms > 0 then
-  local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
-  redis.call('ZADD', waiters, 'NX', (tonumber(last) or 0) + 1, tok)
-  redis.call('PEXPIRE', waiters, reg_ms * 2)
-  local deadline = math.floor(clock_us() / 1000) + reg_ms
-  redis.call('HSET', regs, tok, deadline .. '|' .. ttl .. '|' .. fencing .. '|' .. owner)
-  if redis.call('PTTL', regs) < reg_ms then redis.call('PEXPIRE', regs, reg_ms) end
-end
+if reg_ms > 0 then queue_waiter(waiters, regs, tok, reg_ms, ttl, fencing, owner) end
 if winner then return {redis.call('PTTL', lock), winner, wf, wttl} end
 return {redis.call('PTTL', lock)}
 """,

@@ -12,6 +12,7 @@ import pytest
 from django_redislock import AsyncLock, Lock
 from django_redislock.exceptions import LockError, LockNotOwned, LockTimeout
 from django_redislock.locks import async_lock as module
+from django_redislock.locks import waiting
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -207,6 +208,7 @@ def cancel_after(monkeypatch: Any, nth: int) -> list[str]:
 
     monkeypatch.setattr(module, "run_script", wrap(real_run, lambda a: a[1].name))
     monkeypatch.setattr(module, "call", wrap(real_call, lambda a: a[1]))
+    monkeypatch.setattr(waiting, "aio_call", module.call)  # the wait loop's BLPOP
     return seen
 
 

@@ -387,7 +387,7 @@ def test_listing_prefix_is_literal_not_a_pattern(backend):
 
 
 def test_a_waiter_interrupted_while_waiting_leaves_the_queue(backend, monkeypatch):
-    from django_redislock.locks import lock as locks
+    from django_redislock.locks import waiting as locks
 
     holder = Lock("interrupted", ttl=30)
     holder.acquire()

@@ -1,0 +1,110 @@
+"""The Redis key layout of a semaphore and the codec of its permits. Nothing else in the
+package builds a semaphore's key or reads a permit.
+
+A semaphore lives in its lock shard (``base`` = ``<prefix>:{L<shard>}:``, see ``keys``), so
+every key of it shares one hash tag and every script runs on Redis Cluster:
+
+    base s:<name>    zset    permits: "<token><fence>|<limit>|<pid>|<host>" -> expiry (epoch
+                             ms, server clock); ``<token>`` is "<hex>|". A permit whose expiry
+                             passed is reclaimed by the next script that meets it; the key
+                             expires no sooner than its latest permit.
+    base sq:<name>   zset    waiters, as a lock's ``q:`` (token -> arrival number)
+    base sa:<name>   hash    waiters' registrations, as a lock's ``a:``, the owner part being
+                             "<limit>|<pid>|<host>"
+    base sf:<name>   string  the last fence handed out (never expires)
+    base w:<token>   list    a waiter's wake-up, as a lock's (``scripts.WAKE``)
+    base sems        zset    semaphore name -> latest permit expiry, for the admin's listing:
+                             an entry outlives a release (so a release costs no count), but
+                             one whose expiry passed has no live permit
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .keys import text
+
+# A limit is a count of concurrent holders: far above any sane one, and low enough that a
+# script reclaiming every expired permit at once stays short.
+MAX_LIMIT = 10_000
+
+
+def validate_limit(limit: Any) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        raise TypeError(f"limit must be an int, not {type(limit).__name__}.")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}.")
+    return limit
+
+
+class SemaphoreKeys(NamedTuple):
+    """A semaphore's keys, and which of them each script takes."""
+
+    holders: str
+    waiters: str
+    registrations: str
+    fence: str
+    listing: str
+    base: str
+
+    def wake(self, token: str) -> str:
+        """The list waiter ``token`` blocks on: a hand-off to it pushes the fence there."""
+        return f"{self.base}w:{token}"
+
+    def acquiring(self, token: str) -> tuple[str, ...]:
+        return (*self[:5], self.wake(token))
+
+    @property
+    def releasing(self) -> tuple[str, ...]:
+        return self[:5]
+
+    @property
+    def extending(self) -> tuple[str, str]:
+        return self.holders, self.listing
+
+    def giving_up(self, token: str) -> tuple[str, ...]:
+        return self.holders, self.waiters, self.registrations, self.wake(token)
+
+    @property
+    def reading(self) -> tuple[str, str]:
+        return self.holders, self.waiters
+
+    def wakings(self, handoffs: list[Any]) -> list[tuple[tuple[str], tuple[Any, Any]]]:
+        """KEYS and ARGV of one ``WAKE`` per hand-off in ``handoffs`` (``token, fence, ttl``
+        triples, as the scripts reply them)."""
+        return [
+            ((self.wake(text(handoffs[i])),), (handoffs[i + 1], handoffs[i + 2]))
+            for i in range(0, len(handoffs) - 2, 3)
+        ]
+
+
+def semaphore_keys(base: str, name: str) -> SemaphoreKeys:
+    return SemaphoreKeys(
+        f"{base}s:{name}", f"{base}sq:{name}", f"{base}sa:{name}", f"{base}sf:{name}",
+        f"{base}sems", base,
+    )  # fmt: skip
+
+
+def permit_of(token: str, fence: int, limit: int, owner: str) -> str:
+    """The permit (holders member) that ``token`` got with ``fence``; ``owner`` is
+    "<pid>|<host>"."""
+    return f"{token}{fence}|{limit}|{owner}"
+
+
+class Permit(NamedTuple):
+    """One live permit as ``Semaphore.holders()`` shows it."""
+
+    expires_ms: int
+    fence: int
+    limit: int
+    pid: int
+    host: str
+
+
+def parse_permit(expiry: Any, member: Any) -> Permit | None:
+    """The permit ``member`` expiring at ``expiry`` ms, or None when unreadable."""
+    try:
+        _, fence, limit, pid, host = text(member).split("|", 4)
+        return Permit(int(float(expiry)), int(fence), int(limit), int(pid), host)
+    except ValueError:
+        return None
