@@ -1,5 +1,5 @@
-"""django-redislock: distributed locks, a locking view decorator and a reliable delayed job
-queue for Django, on Redis."""
+"""django-redislock: distributed locks and semaphores, locking and rate-limiting view
+decorators, stock reservations and a reliable delayed job queue for Django, on Redis."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncLock",
     "AsyncRateLimit",
+    "AsyncSemaphore",
     "AsyncStock",
     "Lock",
     "RateLimit",
     "Redlock",
+    "Semaphore",
     "Stock",
     "get_queue",
     "get_redis",
@@ -23,8 +25,10 @@ __all__ = [
 if TYPE_CHECKING:
     from .decorators import redis_locked
     from .locks.async_lock import AsyncLock
+    from .locks.async_semaphore import AsyncSemaphore
     from .locks.lock import Lock
     from .locks.redlock import Redlock
+    from .locks.semaphore import Semaphore
     from .queue.core import get_queue
     from .ratelimit import AsyncRateLimit, RateLimit, redis_rate_limited
     from .redis.clients import get_redis
@@ -37,6 +41,8 @@ _LAZY = {
     "RateLimit": ".ratelimit",
     "redis_rate_limited": ".ratelimit",
     "AsyncStock": ".stock.async_stock",
+    "AsyncSemaphore": ".locks.async_semaphore",
+    "Semaphore": ".locks.semaphore",
     "Stock": ".stock.core",
     "Lock": ".locks.lock",
     "Redlock": ".locks.redlock",

@@ -17,9 +17,12 @@ from django.template.response import SimpleTemplateResponse
 from .conf import conf
 from .exceptions import RedisLockError
 from .locks.async_lock import AsyncLock, _task
+from .locks.async_semaphore import AsyncSemaphore
 from .locks.base import LockBase
 from .locks.keys import validate_seconds
 from .locks.lock import Lock
+from .locks.semaphore import Semaphore
+from .locks.semaphore_keys import validate_limit
 from .ratelimit.decorator import redis_rate_limited
 from .view_guard import (
     REDIS_ERRORS,
@@ -48,6 +51,7 @@ def redis_locked(
     on_busy: Callable[[HttpRequest, Any], Any] | None = None,
     on_redis_error: str | None = None,
     anonymous: str | None = None,
+    limit: int | None = None,
     using: str | None = None,
 ) -> Callable[[View], View]:
     """Guard a view with a lock named by ``key``: a template filled from the URL kwargs and
@@ -56,7 +60,8 @@ def redis_locked(
     ``busy_status`` (default ``REDISLOCK['BUSY_STATUS']``) with ``Retry-After``, unless
     ``on_busy(request, lock)`` returns a response. An anonymous user, when the template
     reads ``request.user``, is refused with 403 unless ``anonymous`` is ``"ip"`` or
-    ``"shared"``. See the README for the rest."""
+    ``"shared"``. ``limit=N``: N requests per key at once (a semaphore). See the README for
+    the rest."""
     check_arguments(key, ("on_busy", on_busy), on_redis_error, anonymous, using)
     for value, argument in ((ttl, "ttl"), (timeout, "timeout")):
         if value is not None:
@@ -69,6 +74,8 @@ def redis_locked(
         raise ValueError(
             f"busy_status must be an HTTP error status (400-599), not {busy_status!r}."
         )
+    if limit is not None:
+        validate_limit(limit)
     if fencing and on_redis_error == "fail-open":
         raise ValueError(
             "fencing=True cannot be combined with on_redis_error='fail-open': without Redis "
@@ -81,6 +88,9 @@ def redis_locked(
         )
         guard.busy_status, guard.on_busy = busy_status, on_busy
         guard.lock_options = {"ttl": ttl, "timeout": timeout, "fair": fair, "fencing": fencing}
+        if limit is not None:
+            guard.lock_options["limit"] = limit
+            guard.classes = (Semaphore, AsyncSemaphore)
         return guard.wrap()  # type: ignore[no-any-return]
 
     return decorate
@@ -90,13 +100,15 @@ class _LockGuard(ViewGuard):
     lock_options: dict[str, Any]
     busy_status: int | None
     on_busy: Callable[..., Any] | None
+    # What guards a sync view and an async one: a lock, or with ``limit`` a semaphore
+    classes: tuple[type[LockBase], type[LockBase]] = (Lock, AsyncLock)
 
     def make_lock(self, cls: type[LockBase], request: Any, args: Any, kwargs: Any) -> Any:
         return cls(self.name(request, args, kwargs), using=self.using, **self.lock_options)
 
     def sync_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         try:
-            lock = self.make_lock(Lock, request, args, kwargs)
+            lock = self.make_lock(self.classes[0], request, args, kwargs)
         except KeyRefused as no_key:
             return refused(request, no_key)
         try:
@@ -125,7 +137,7 @@ class _LockGuard(ViewGuard):
 
     async def async_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         try:
-            lock = self.make_lock(AsyncLock, request, args, kwargs)
+            lock = self.make_lock(self.classes[1], request, args, kwargs)
         except KeyRefused as no_key:
             return refused(request, no_key)
         try:
@@ -198,7 +210,7 @@ def _release(lock: LockBase, owner: tuple[Any, ...]) -> None:
         _log_release_failure(lock, exc)
 
 
-async def _arelease(lock: AsyncLock) -> None:
+async def _arelease(lock: AsyncLock | AsyncSemaphore) -> None:
     try:
         await lock.release()
     except (RedisLockError, redis.RedisError) as exc:
