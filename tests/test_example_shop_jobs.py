@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from shop import views as shop_views
 from shop.models import Order, Product
 from shop.tasks import sweep_unpaid
 
@@ -73,6 +74,58 @@ def test_paying_cancels_the_close_job(shop: Product) -> None:
     assert Order.objects.get(pk=order).status == Order.Status.PAID
     shop.refresh_from_db()
     assert shop.stock == 4
+
+
+def buy_reserved(product: Product) -> tuple[int, str]:
+    response = Client().post(f"/products/{product.pk}/buy-reserved/")
+    assert response.status_code == 201, response.content
+    return int(response.json()["order"]), response.json()["reservation"]
+
+
+def test_paying_a_reserved_order_confirms_its_unit(shop: Product) -> None:
+    shop.put_on_sale(5)
+    order, reservation = buy_reserved(shop)
+    assert Order.objects.get(pk=order).reservation == reservation
+    assert (shop.units.available(), shop.units.reserved()) == (4, 1)
+    assert Client().post(f"/orders/{order}/pay/").json() == {"order": order, "status": "paid"}
+    units = shop.units
+    assert (units.available(), units.reserved(), units.confirmed()) == (4, 0, 1)
+    assert Client().post(f"/orders/{order}/pay/").status_code == 409  # once
+    assert units.confirmed() == 1
+
+
+def test_an_unpaid_reserved_order_gives_its_unit_back(shop: Product) -> None:
+    shop.put_on_sale(5)
+    order, _ = buy_reserved(shop)
+    time.sleep(0.35)
+    drain()
+    assert Order.objects.get(pk=order).status == Order.Status.CLOSED
+    shop.refresh_from_db()
+    assert shop.stock == 5
+    assert (shop.units.available(), shop.units.reserved(), shop.units.confirmed()) == (5, 0, 0)
+
+
+def test_a_sold_out_product_answers_410_by_reservation(shop: Product) -> None:
+    shop.put_on_sale(1)
+    buy_reserved(shop)
+    response = Client().post(f"/products/{shop.pk}/buy-reserved/")
+    assert (response.status_code, response.json()) == (410, {"error": "sold-out"})
+
+
+def test_paying_after_the_reservation_expired_closes_the_order(
+    shop: Product, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(shop_views, "RESERVATION_MARGIN", -0.1)  # it lives 0.2 s
+    shop.put_on_sale(5)
+    order, _ = buy_reserved(shop)
+    time.sleep(0.3)
+    assert shop.units.available() == 5  # expired: back on sale by itself
+    response = Client().post(f"/orders/{order}/pay/")
+    assert (response.status_code, response.json()) == (409, {"error": "expired"})
+    assert Order.objects.get(pk=order).status == Order.Status.CLOSED
+    shop.refresh_from_db()
+    assert shop.stock == 5
+    assert (shop.units.available(), shop.units.reserved(), shop.units.confirmed()) == (5, 0, 0)
 
 
 def test_the_sweep_closes_orders_that_have_no_job(shop: Product, settings: Any) -> None:

@@ -10,7 +10,7 @@ class ProductAdmin(admin.ModelAdmin):
 
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
-    list_display = ["id", "product", "status", "created"]
+    list_display = ["id", "product", "status", "reservation", "created"]
     list_filter = ["status"]
 
 

@@ -142,23 +142,55 @@ def _buyer(port: int, path: str, attempts: int, data: dict[str, Any], cookies: A
            start: Any, progress: Any, results: Any, parent: int) -> None:  # fmt: skip
     _die_with_parent(parent)
     client = Client(port, cookies)
-    statuses: Counter[int] = Counter()
+    answers: list[tuple[float, float, int]] = []
     start.wait()
     for _ in range(attempts):
-        statuses[client.request("POST", path, data)] += 1
+        sent = time.monotonic()  # the same clock in every process (CLOCK_MONOTONIC)
+        status = client.request("POST", path, data)
+        answers.append((sent, time.monotonic(), status))
         with progress.get_lock():
             progress.value += 1
-    results.put(dict(statuses))
+    results.put(answers)
 
 
 @dataclass
 class Run:
-    statuses: Counter[int]
+    """Every answer of a run: (sent, answered, status), times on the monotonic clock."""
+
+    answers: list[tuple[float, float, int]]
+    began: float
     seconds: float
 
     @property
+    def statuses(self) -> Counter[int]:
+        return Counter(status for _, _, status in self.answers)
+
+    @property
     def requests(self) -> int:
-        return sum(self.statuses.values())
+        return len(self.answers)
+
+    @property
+    def sold_for(self) -> float:
+        """Seconds from the start until the last sale (201) was answered."""
+        sales = [answered for _, answered, status in self.answers if status == 201]
+        return max(sales) - self.began if sales else 0.0
+
+    @property
+    def orders_per_second(self) -> float:
+        sold_for = self.sold_for
+        return self.statuses[201] / sold_for if sold_for else 0.0
+
+    @property
+    def busy_while_left(self) -> int:
+        """"Busy" answers (409) sent before the last sale: buyers turned away while stock
+        was still left."""
+        last_sale = self.sold_for + self.began
+        return sum(1 for sent, _, status in self.answers if status == 409 and sent < last_sale)
+
+    def latency(self, quantile: float) -> float:
+        """The ``quantile`` (0.99: p99) of the answer times, in seconds."""
+        took = sorted(answered - sent for sent, answered, _ in self.answers)
+        return took[min(len(took) - 1, int(quantile * len(took)))] if took else 0.0
 
 
 def hammer(
@@ -188,13 +220,13 @@ def hammer(
     began = time.monotonic()
     start.set()
     total = buyers * attempts
-    statuses: Counter[int] = Counter()
+    answers: list[tuple[float, float, int]] = []
     for _ in procs:
         while True:
             if on_progress is not None:
                 on_progress(progress.value, total)
             try:
-                statuses.update(results.get(timeout=0.1))
+                answers += results.get(timeout=0.1)
                 break
             except queue.Empty:
                 if not any(proc.is_alive() for proc in procs) and results.empty():
@@ -204,4 +236,4 @@ def hammer(
         proc.join()
     if on_progress is not None:
         on_progress(total, total)
-    return Run(statuses, seconds)
+    return Run(answers, began, seconds)

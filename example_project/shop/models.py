@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from django_redislock import Stock
+
 
 class Product(models.Model):
     name = models.CharField(max_length=100)
@@ -12,6 +14,17 @@ class Product(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def units(self) -> Stock:
+        """The product's units in Redis, for the sale by reservation (``buy_reserved``)."""
+        return Stock(f"product:{self.pk}")
+
+    def put_on_sale(self, quantity: int) -> None:
+        """Set the stock, here and in Redis (where the sale by reservation takes it from)."""
+        self.stock = quantity
+        self.save(update_fields=["stock"])
+        self.units.set(quantity)
+
 
 class Order(models.Model):
     class Status(models.TextChoices):
@@ -22,6 +35,9 @@ class Order(models.Model):
     product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="orders")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNPAID)
     created = models.DateTimeField(auto_now_add=True)
+    # A sale by reservation: the id of the units held in Redis for this order (paying
+    # confirms them, closing releases them). Unique: a retried request cannot make two orders.
+    reservation = models.CharField(max_length=64, null=True, blank=True, unique=True)
 
 
 class PointsAccount(models.Model):

@@ -35,13 +35,18 @@ def schedule_close(order: Order) -> None:
 
 
 def close(order_id: int) -> bool:
-    """Close the order if it is still unpaid and put its item back on sale."""
+    """Close the order if it is still unpaid and put its item back on sale (a reserved unit
+    is released once the close is committed; releasing one that expired changes nothing)."""
     with transaction.atomic():
         closed = Order.objects.filter(pk=order_id, status=Order.Status.UNPAID).update(
             status=Order.Status.CLOSED
         )
         if closed:
             Product.objects.filter(orders__pk=order_id).update(stock=F("stock") + 1)
+            order = Order.objects.select_related("product").get(pk=order_id)
+            if order.reservation:
+                reservation, units = order.reservation, order.product.units
+                transaction.on_commit(lambda: units.release(reservation))
     return bool(closed)
 
 

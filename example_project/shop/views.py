@@ -1,22 +1,26 @@
+import csv
 import time
 
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import F
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_POST
 
-from django_redislock import get_queue, redis_locked
+from django_redislock import get_queue, redis_locked, redis_rate_limited
+from django_redislock.exceptions import ReservationExpired
 from django_redislock.fencing import fenced_update
 
 from .models import Order, PointsAccount, Product, Redemption
-from .tasks import schedule_close
+from .tasks import close, schedule_close, unpaid_seconds
 
 # Stands in for the slow part of a real sale (the payment provider, the warehouse): the
 # window in which concurrent buyers all see the last item in stock.
 PAYMENT_SECONDS = 0.005
+# A reservation outlives the unpaid window by this much: closing the order releases it.
+RESERVATION_MARGIN = 60.0
 
 
 @ensure_csrf_cookie
@@ -48,13 +52,25 @@ def sell_one(product_id: int, fence: int | None = None) -> JsonResponse:
 
 @require_POST
 def pay(request: HttpRequest, order_id: int) -> JsonResponse:
-    """Pay an order (a stand-in for the payment callback): only an unpaid one, once."""
-    paid = Order.objects.filter(pk=order_id, status=Order.Status.UNPAID).update(
-        status=Order.Status.PAID
-    )
+    """Pay an order (a stand-in for the payment callback): only an unpaid one, once. A sale
+    by reservation confirms its units: they are gone for good."""
+    order = Order.objects.select_related("product").filter(pk=order_id).first()
+    if order is None:
+        return JsonResponse({"error": "no-such-order"}, status=404)
+    try:
+        with transaction.atomic():
+            paid = Order.objects.filter(pk=order_id, status=Order.Status.UNPAID).update(
+                status=Order.Status.PAID
+            )
+            if paid and order.reservation:
+                # Idempotent: a retry after a failed commit confirms the same units again.
+                order.product.units.confirm(order.reservation)
+    except ReservationExpired:  # unpaid for too long: the units went back on sale
+        close(order_id)
+        return JsonResponse({"error": "expired"}, status=409)
     if not paid:
-        status = Order.objects.filter(pk=order_id).values_list("status", flat=True).first()
-        return JsonResponse({"error": status or "no-such-order"}, status=409 if status else 404)
+        order.refresh_from_db()
+        return JsonResponse({"error": order.status}, status=409)
     get_queue().cancel(f"close:{order_id}")  # no longer needed
     return JsonResponse({"order": order_id, "status": "paid"})
 
@@ -72,7 +88,42 @@ def buy_unguarded(request: HttpRequest, product_id: int) -> JsonResponse:
 
 
 @require_POST
+def buy_reserved(request: HttpRequest, product_id: int) -> JsonResponse:
+    """The sale by reservation: Redis hands out a unit in one atomic step and no lock is held
+    while the order is made, so buyers do not wait for each other. The reservation outlives
+    the unpaid window: closing the order releases it, and should that never happen (Redis
+    down when the close job was due) it expires by itself."""
+    product = get_object_or_404(Product, pk=product_id)
+    reservation = product.units.reserve(1, ttl=unpaid_seconds() + RESERVATION_MARGIN)
+    if reservation is None:
+        return JsonResponse({"error": "sold-out"}, status=410)
+    try:
+        time.sleep(PAYMENT_SECONDS)
+        with transaction.atomic():
+            Product.objects.filter(pk=product.pk).update(stock=F("stock") - 1)
+            order = Order.objects.create(product=product, reservation=reservation.id)
+            transaction.on_commit(lambda: schedule_close(order))
+    except BaseException:
+        product.units.release(reservation)  # no order: the unit goes back at once
+        raise
+    return JsonResponse({"order": order.pk, "reservation": reservation.id}, status=201)
+
+
+@redis_locked("orders-export", limit=2, ttl=60, timeout=0.5)
+def export_orders(request: HttpRequest) -> HttpResponse:
+    """A CSV of every order: heavy on the database, so at most two run at once (the others
+    get the decorator's 409 with Retry-After)."""
+    response = HttpResponse(content_type="text/csv")
+    writer = csv.writer(response)
+    writer.writerow(["order", "product", "status", "created"])
+    for row in Order.objects.values_list("pk", "product__name", "status", "created"):
+        writer.writerow(row)
+    return response
+
+
+@require_POST
 @login_required
+@redis_rate_limited("points:{request.user.pk}", rate="5/m")  # 429 past five a minute
 @redis_locked("points:{request.user.pk}", fencing=True, timeout=0.2)
 def redeem(request: HttpRequest) -> JsonResponse:
     points = int(request.POST.get("points", "0"))

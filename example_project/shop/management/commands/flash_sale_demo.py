@@ -1,4 +1,5 @@
-"""``manage.py flash_sale_demo``: the same flash sale with and without ``@redis_locked``."""
+"""``manage.py flash_sale_demo``: the same flash sale three ways: unguarded, behind
+``@redis_locked`` (a queue of one) and by reservation (``Stock``)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from shop.models import Order, Product
 from shop.tasks import unpaid_seconds
 
 
+# (label, URL suffix) of the three ways to sell
+ENDPOINTS = (("unguarded", "buy-unguarded"), ("mutex", "buy"), ("reserved", "buy-reserved"))
+
+
 class Command(BaseCommand):
     help = (
-        "Serve the shop from several processes and send concurrent buyers at an unguarded "
-        "and at a guarded buy endpoint; print what each sold."
+        "Serve the shop from several processes and send concurrent buyers at an unguarded, "
+        "a mutex-guarded and a reservation buy endpoint; print what each sold, and how fast."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -41,7 +46,8 @@ class Command(BaseCommand):
         finally:
             signal.signal(signal.SIGTERM, previous)
 
-    def run(self, options: dict[str, Any]) -> None:
+    def run(self, options: dict[str, Any]) -> list[Any]:
+        """Sell the stock each way; rows of (label, stock left, orders, Run)."""
         call_command("migrate", verbosity=0)
         self.stdout.write(
             f"Redis: {getattr(settings, 'REDIS_URL', 'as configured')}\n"
@@ -50,11 +56,10 @@ class Command(BaseCommand):
         )
         rows = []
         with Server().start(options["workers"]) as server:
-            for label, endpoint in (("unguarded", "buy-unguarded"), ("guarded", "buy")):
+            for label, endpoint in ENDPOINTS:
                 Order.objects.filter(product__name=f"Flash sale ({label})").delete()
-                product, _ = Product.objects.update_or_create(
-                    name=f"Flash sale ({label})", defaults={"stock": options["stock"]}
-                )
+                product, _ = Product.objects.get_or_create(name=f"Flash sale ({label})")
+                product.put_on_sale(options["stock"])
                 self.stdout.write(f"{label:>9}: ", ending="")
                 run = hammer(
                     server.port,
@@ -73,25 +78,32 @@ class Command(BaseCommand):
             f"was made: {scheduled} are scheduled in the queue. "
             "`python manage.py run_queue_worker` works them (and the periodic sweep)."
         )
+        return rows
 
     def table(self, stock: int, rows: list[Any]) -> str:
-        head = ("endpoint", "stock", "left", "orders", "oversold", "busy", "sold out",
-                "errors", "req/s")  # fmt: skip
+        head = ("endpoint", "stock", "left", "orders", "oversold", "busy", "busy+left",
+                "sold out", "errors", "orders/s", "p99 ms")  # fmt: skip
         lines = ["  ".join(f"{h:>9}" for h in head)]
         for label, left, orders, run in rows:
-            busy, sold_out = run.statuses[409], run.statuses[410]
-            errors = run.requests - busy - sold_out - run.statuses[201]
-            cells = (label, stock, left, orders, max(0, orders - stock), busy, sold_out,
-                     errors, round(run.requests / run.seconds))  # fmt: skip
+            statuses = run.statuses
+            busy, sold_out = statuses[409], statuses[410]
+            errors = run.requests - busy - sold_out - statuses[201]
+            cells = (label, stock, left, orders, max(0, orders - stock), busy,
+                     run.busy_while_left, sold_out, errors, round(run.orders_per_second),
+                     f"{run.latency(0.99) * 1000:.0f}")  # fmt: skip
             lines.append("  ".join(f"{c:>9}" for c in cells))
-        guarded, unguarded = rows[1], rows[0]
-        verdict = (
-            f"\nunguarded: {unguarded[2]} orders for {stock} items"
-            f"{' (oversold)' if unguarded[2] > stock else ''}; "
-            f"guarded: {guarded[2]} orders, {guarded[1]} left"
-            f"{' (exact)' if guarded[2] == stock and guarded[1] == 0 else ''}."
-        )
-        return "\n".join(lines) + "\n" + verdict + "\n"
+        verdicts = []
+        for label, left, orders, run in rows:
+            exact = " (exact)" if orders == stock and left == 0 else ""
+            oversold = " (oversold)" if orders > stock else ""
+            verdicts.append(f"{label}: {orders} orders, {left} left{exact}{oversold}")
+        (_, _, _, mutex), (_, _, _, reserved) = rows[1], rows[2]
+        if mutex.orders_per_second:
+            speed = reserved.orders_per_second / mutex.orders_per_second
+            verdicts.append(f"reservations sold {speed:.1f}x as fast as the mutex")
+        legend = ("busy: 409 answers (the lock's timeout ran out); busy+left: those sent before "
+                  "the last item sold; orders/s: orders until the last one.")  # fmt: skip
+        return "\n".join([*lines, legend, "", "; ".join(verdicts) + "."]) + "\n"
 
 
 class Progress:
