@@ -48,7 +48,7 @@ def main() -> None:
         command = Command(stdout=io.TextIOWrapper(sys.stdout.buffer, write_through=True))
         rows = command.run({"stock": args.stock, "buyers": args.buyers,
                             "attempts": attempts, "workers": args.workers})  # fmt: skip
-        (_, _, _, mutex), (_, left, orders, reserved) = rows[1], rows[2]
+        (_, _, _, mutex), (_, _, orders, reserved) = rows[1], rows[2]
         speed = reserved.orders_per_second / max(mutex.orders_per_second, 1e-9)
         print("Targets")
         for name, value, ok in (

@@ -14,7 +14,7 @@ from shop import views as shop_views
 from shop.models import Order, Product
 from shop.tasks import sweep_unpaid
 
-from django_redislock import get_queue
+from django_redislock import Semaphore, get_queue
 from django_redislock.checks import check_settings
 from django_redislock.queue.worker import Worker
 
@@ -126,6 +126,24 @@ def test_paying_after_the_reservation_expired_closes_the_order(
     shop.refresh_from_db()
     assert shop.stock == 5
     assert (shop.units.available(), shop.units.reserved(), shop.units.confirmed()) == (5, 0, 0)
+
+
+def test_the_order_export_lets_two_run_at_once(shop: Product, django_user_model: Any) -> None:
+    buy(shop)
+    staff = Client()
+    staff.force_login(django_user_model.objects.create_user("clerk", is_staff=True))
+    csv_text = staff.get("/orders/export/").content.decode()
+    assert csv_text.splitlines()[0] == "order,product,status,created"
+    assert len(csv_text.splitlines()) == 2
+    running = [Semaphore("orders-export", limit=2) for _ in range(2)]
+    for export in running:
+        assert export.acquire(0)
+    busy = staff.get("/orders/export/", HTTP_ACCEPT="application/json")
+    assert (busy.status_code, busy.json()["error"]) == (409, "busy")
+    running[0].release()
+    assert staff.get("/orders/export/").status_code == 200
+    running[1].release()
+    assert Client().get("/orders/export/").status_code == 302  # staff only: to the login
 
 
 def test_the_sweep_closes_orders_that_have_no_job(shop: Product, settings: Any) -> None:

@@ -182,7 +182,7 @@ class Run:
 
     @property
     def busy_while_left(self) -> int:
-        """"Busy" answers (409) sent before the last sale: buyers turned away while stock
+        """ "Busy" answers (409) sent before the last sale: buyers turned away while stock
         was still left."""
         last_sale = self.sold_for + self.began
         return sum(1 for sent, _, status in self.answers if status == 409 and sent < last_sale)

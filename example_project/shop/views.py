@@ -1,6 +1,7 @@
 import csv
 import time
 
+from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import F
@@ -109,6 +110,7 @@ def buy_reserved(request: HttpRequest, product_id: int) -> JsonResponse:
     return JsonResponse({"order": order.pk, "reservation": reservation.id}, status=201)
 
 
+@staff_member_required
 @redis_locked("orders-export", limit=2, ttl=60, timeout=0.5)
 def export_orders(request: HttpRequest) -> HttpResponse:
     """A CSV of every order: heavy on the database, so at most two run at once (the others

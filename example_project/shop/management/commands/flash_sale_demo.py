@@ -17,7 +17,6 @@ from shop.demo import Server, hammer
 from shop.models import Order, Product
 from shop.tasks import unpaid_seconds
 
-
 # (label, URL suffix) of the three ways to sell
 ENDPOINTS = (("unguarded", "buy-unguarded"), ("mutex", "buy"), ("reserved", "buy-reserved"))
 
@@ -93,7 +92,7 @@ class Command(BaseCommand):
                      f"{run.latency(0.99) * 1000:.0f}")  # fmt: skip
             lines.append("  ".join(f"{c:>9}" for c in cells))
         verdicts = []
-        for label, left, orders, run in rows:
+        for label, left, orders, _ in rows:
             exact = " (exact)" if orders == stock and left == 0 else ""
             oversold = " (oversold)" if orders > stock else ""
             verdicts.append(f"{label}: {orders} orders, {left} left{exact}{oversold}")
