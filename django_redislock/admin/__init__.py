@@ -1,4 +1,5 @@
-"""Admin pages for locks, queues, jobs, workers and stocks, read live from Redis (no tables).
+"""Admin pages for locks, semaphores, stocks, queues, jobs and workers, read live from
+Redis (no tables).
 
 Each page costs Redis work in proportion to the rows it shows: counts are ZCARDs, pages are
 ranges, never a whole set, never KEYS or SCAN. A destructive action is a confirmation page
@@ -43,6 +44,7 @@ class DashboardAdmin(Pages, ActionViews, ModelAdmin):
             ("locks/", self.locks_view, "locks"),
             ("workers/", self.workers_view, "workers"),
             ("stocks/", self.stocks_view, "stocks"),
+            ("semaphores/", self.semaphores_view, "semaphores"),
             ("queues/<str:queue>/<str:state>/", self.jobs_view, "jobs"),
             ("confirm/<str:action>/", require_GET(self.confirm_view), "confirm"),
             ("action/<str:action>/", require_POST(self.action_view), "action"),

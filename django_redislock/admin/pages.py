@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ..conf import conf
 from ..exceptions import StockError
 from ..locks.listing import list_locks
+from ..locks.semaphore_listing import list_semaphores
 from ..queue.core import get_queue
 from ..queue.jobs import LISTED_STATES
 from ..queue.registry import live_workers
@@ -85,6 +86,17 @@ class Pages(Rendering):
 
         extra = {"tab": "stocks", "prefix": prefix}
         return self._page(request, "stocks.html", "Stocks", load, extra)
+
+    def semaphores_view(self, request: HttpRequest) -> HttpResponse:
+        def load() -> dict[str, Any]:
+            asked = (requested_page(request) - 1) * PER_PAGE
+            semaphores, total = list_semaphores(asked, PER_PAGE)
+            pager = Pager.of(request, total)
+            if pager.offset != asked:  # past the last page: show the last
+                semaphores, _ = list_semaphores(pager.offset, PER_PAGE)
+            return {"semaphores": semaphores, "pager": pager}
+
+        return self._page(request, "semaphores.html", "Semaphores", load, {"tab": "semaphores"})
 
     def workers_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:

@@ -24,7 +24,8 @@ from .actions import VIEW
 logger = logging.getLogger("django_redislock.admin")
 
 PER_PAGE = 50
-TABS = ("dashboard_changelist", "locks", "workers", "stocks")  # the pages every page links to
+# The pages every page links to
+TABS = ("dashboard_changelist", "locks", "semaphores", "stocks", "workers")
 REFRESH_SECONDS = 5
 REDIS_ERRORS = (RedisUnavailable, redis.RedisError, redis.exceptions.RedisClusterException)
 

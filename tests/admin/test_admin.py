@@ -34,7 +34,7 @@ QUEUES = {
     # A worker of this queue heartbeats every 0.1 s, so its registry entry lasts 1 s.
     "fast": {"LEASE": 0.3, "MAX_ATTEMPTS": 1},
 }
-PAGES = ["dashboard_changelist", "locks", "workers", "stocks"]
+PAGES = ["dashboard_changelist", "locks", "workers", "stocks", "semaphores"]
 
 
 def url(name: str, *args: str) -> str:

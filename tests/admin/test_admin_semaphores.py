@@ -1,0 +1,75 @@
+"""The admin's Semaphores page through the test client, on fakeredis, a real redis-server and
+a Cluster: each semaphore in use with its holders, limit, waiters and soonest expiry."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+from django.test import Client
+
+from django_redislock import Semaphore
+from django_redislock.locks.semaphore_listing import list_semaphores
+
+from ..conftest import Backend
+from .test_admin import html, rows, url
+
+pytestmark = pytest.mark.django_db
+
+
+def test_semaphores_page_shows_holders_limit_and_waiters(
+    backend: Backend, admin_client: Client
+) -> None:
+    exports = [Semaphore("exports", limit=2, ttl=90) for _ in range(2)]
+    for permit in exports:
+        assert permit.acquire(0)
+    waiting = threading.Thread(target=Semaphore("exports", limit=2, timeout=3).acquire)
+    waiting.start()
+    try:
+        other = Semaphore("reports", limit=5, ttl=30)
+        assert other.acquire(0)
+        deadline = threading.Event()
+        while exports[0].state().waiters < 1 and not deadline.wait(0.01):
+            pass
+        page = admin_client.get(url("semaphores"))
+        assert page.status_code == 200
+        assert "2 semaphores in use" in html(page)
+        assert rows(page, "semaphores") == 2
+        row = re.search(r"<code>exports</code></th>(.*?)</tr>", html(page), re.S)
+        assert row
+        cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
+        assert cells[:2] == ["2 / 2", "1"]
+        assert re.fullmatch(r"1 min 2\d s|1 min 30 s", cells[2]), cells[2]
+        other.release()
+    finally:
+        exports[0].release()  # the waiter gets it, and frees it when its thread ends
+        waiting.join()
+        exports[1].release()
+
+
+def test_released_semaphores_leave_the_page(backend: Backend, admin_client: Client) -> None:
+    permit = Semaphore("brief", limit=1, ttl=0.2)
+    assert permit.acquire(0)
+    assert [info.name for info in list_semaphores()[0]] == ["brief"]
+    threading.Event().wait(0.3)
+    assert list_semaphores() == ([], 0)
+    assert "No semaphore is in use." in html(admin_client.get(url("semaphores")))
+
+
+def test_semaphores_page_paginates(backend: Backend, admin_client: Client) -> None:
+    held = [Semaphore(f"pool:{i}", limit=1, ttl=60 + i) for i in range(53)]
+    for permit in held:
+        assert permit.acquire(0)
+    try:
+        first = admin_client.get(url("semaphores"))
+        assert "53 semaphores in use" in html(first)
+        assert rows(first, "semaphores") == 50
+        second = admin_client.get(url("semaphores"), {"p": "2"})
+        assert rows(second, "semaphores") == 3
+        names = [info.name for info in list_semaphores(0, 100)[0]]
+        assert names == [f"pool:{i}" for i in range(53)]  # the soonest to be free first
+        assert [info.name for info in list_semaphores(50, 50)[0]] == names[50:]
+    finally:
+        for permit in held:
+            permit.release()
