@@ -113,6 +113,7 @@ class Progress:
         self.tty = hasattr(out, "isatty") and out.isatty()
         self.began = time.monotonic()
         self.shown = -1
+        self.ended = False
 
     def __call__(self, done: int, total: int) -> None:
         if self.tty:
@@ -125,5 +126,6 @@ class Progress:
             self.shown = done * 4 // total
             self.out.write(f"{100 * self.shown // 4}%{' ' if self.shown < 4 else ''}", ending="")
             self.out.flush()
-        if done == total:
+        if done == total and not self.ended:  # (told twice at the end)
+            self.ended = True
             self.out.write("")
