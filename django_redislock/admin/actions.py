@@ -23,6 +23,7 @@ from ..exceptions import JobNotFound
 from ..locks.keys import validate_name
 from ..locks.listing import describe_lock
 from ..locks.lock import Lock
+from ..locks.semaphore import Semaphore
 from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import LISTED_STATES, JobState
 from ..templatetags.redislock_admin import duration
@@ -116,6 +117,31 @@ def _release(t: Mapping[str, str]) -> str:
     return f"Lock “{t['name']}” was force-released."
 
 
+def _describe_release_semaphore(t: Mapping[str, str]) -> dict[str, Any]:
+    state = Semaphore(t["name"], limit=1).state()
+    if not state.held:
+        raise Gone(f"Semaphore “{t['name']}” has no permit held any more.")
+    limit = f" of {state.limit}" if state.limit else ""
+    waiters = f"; {state.waiters} waiting get them at once" if state.waiters else ""
+    return {
+        "summary": (
+            f"Force-release every permit of semaphore “{t['name']}”: {state.held}{limit} "
+            f"held{waiters}."
+        ),
+        "warning": (
+            "Their holders are not told: any still working carry on beside the processes "
+            "that get the permits. Release only when holders are stuck or gone."
+        ),
+        "semaphore": True,
+    }
+
+
+def _release_semaphore(t: Mapping[str, str]) -> str:
+    if not Semaphore.force_release(t["name"]):
+        raise Gone(f"Semaphore “{t['name']}” had no permit held any more; nothing was done.")
+    return f"Every permit of semaphore “{t['name']}” was force-released."
+
+
 # --- jobs ---------------------------------------------------------------------------------
 
 
@@ -202,6 +228,10 @@ def _as_lock(t: Mapping[str, str]) -> tuple[str, str]:
     return t["name"], f"lock {t['name']}"
 
 
+def _as_semaphore(t: Mapping[str, str]) -> tuple[str, str]:
+    return t["name"], f"semaphore {t['name']}"
+
+
 def _as_job(t: Mapping[str, str]) -> tuple[str, str]:
     return f"{t['queue']}:{t['job']}", f"job {t['job']} of queue {t['queue']}"
 
@@ -214,6 +244,8 @@ JOB = ("queue", "job")
 ACTIONS = {
     "release": Action("Force release", RELEASE, DELETION, ("name",), _describe_release,
                       _release, _as_lock),
+    "release_semaphore": Action("Force release", RELEASE, DELETION, ("name",),
+                                _describe_release_semaphore, _release_semaphore, _as_semaphore),
     "run": Action("Run now", MANAGE, CHANGE, JOB, _describe_run, _run, _as_job),
     "retry": Action("Retry", MANAGE, CHANGE, JOB, _describe_retry, _retry, _as_job),
     "delete": Action("Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, _as_job,

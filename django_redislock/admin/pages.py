@@ -94,7 +94,13 @@ class Pages(Rendering):
             pager = Pager.of(request, total)
             if pager.offset != asked:  # past the last page: show the last
                 semaphores, _ = list_semaphores(pager.offset, PER_PAGE)
-            return {"semaphores": semaphores, "pager": pager}
+            can_release = can(request, RELEASE)
+            rows = [
+                (info, self._confirm(request, "release_semaphore", name=info.name)
+                 if can_release and info.held else "")
+                for info in semaphores
+            ]  # fmt: skip
+            return {"semaphores": rows, "pager": pager}
 
         return self._page(request, "semaphores.html", "Semaphores", load, {"tab": "semaphores"})
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import re
 import threading
+from typing import Any
 
 import pytest
+from django.contrib.admin.models import DELETION, LogEntry
 from django.test import Client
 
 from django_redislock import Semaphore
 from django_redislock.locks.semaphore_listing import list_semaphores
 
 from ..conftest import Backend
-from .test_admin import html, rows, url
+from .test_admin import confirm_and_post, html, rows, staff_client, url
 
 pytestmark = pytest.mark.django_db
 
@@ -73,3 +75,39 @@ def test_semaphores_page_paginates(backend: Backend, admin_client: Client) -> No
     finally:
         for permit in held:
             permit.release()
+
+
+def test_force_release_frees_every_permit_and_is_logged(backend: Backend, admin_user: Any) -> None:
+    permits = [Semaphore("exports", limit=2, ttl=60) for _ in range(2)]
+    for permit in permits:
+        assert permit.acquire(0)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    listed = html(client.get(url("semaphores")))
+    assert "Force release" in listed
+    confirm = client.get(url("confirm", "release_semaphore"), {"name": "exports"})
+    assert "Force-release every permit of semaphore “exports”: 2 of 2 held." in html(confirm)
+    crumbs = html(confirm).split('class="breadcrumbs"')[1].split("</div>")[0]
+    assert f'<a href="{url("semaphores")}">Semaphores</a>' in crumbs
+    assert permits[0].owned()  # the confirmation page changed nothing
+    done = confirm_and_post(client, "release_semaphore", name="exports")
+    assert "Every permit of semaphore “exports” was force-released." in html(done)
+    assert not permits[0].owned()
+    assert not permits[1].owned()
+    entry = LogEntry.objects.get()
+    assert (entry.action_flag, entry.object_repr) == (DELETION, "semaphore exports")
+
+
+def test_force_release_needs_the_release_permission(
+    backend: Backend, django_user_model: Any
+) -> None:
+    permit = Semaphore("exports", limit=1, ttl=60)
+    assert permit.acquire(0)
+    viewer = staff_client(django_user_model, "view_dashboard")
+    assert "Force release" not in html(viewer.get(url("semaphores")))
+    assert viewer.post(url("action", "release_semaphore"), {"name": "exports"}).status_code == 403
+    assert permit.owned()
+    operator = staff_client(django_user_model, "view_dashboard", "release_lock")
+    gone = operator.post(url("action", "release_semaphore"), {"name": "idle"}, follow=True)
+    assert "nothing was done" in html(gone)
+    assert not LogEntry.objects.exists()
