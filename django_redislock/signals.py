@@ -1,5 +1,7 @@
-"""Signals sent by locks. Every one is sent with ``sender`` = the lock class and ``lock`` =
-the lock instance, plus ``name``."""
+"""Signals sent by locks (and semaphores), stocks and rate limits. A lock's are sent with
+``sender`` = the lock (or semaphore) class and ``lock`` = the instance, plus ``name``; a
+stock's with ``sender`` = the stock class, ``stock`` and ``name``; a rate limit's with
+``sender`` = the limiter class, ``limit`` and ``name``."""
 
 from __future__ import annotations
 
@@ -19,3 +21,16 @@ lock_lost = Signal()
 #: and it ends within its TTL. ``lock`` is None when it was garbage-collected. Extra:
 #: ``reason``.
 lock_abandoned = Signal()
+
+#: A stock reserved units. Extra: ``reservation``.
+stock_reserved = Signal()
+#: A reservation found too few units available (``reserve`` returned None). Extra:
+#: ``quantity``.
+stock_sold_out = Signal()
+#: A reservation was confirmed (sold), by this call: not sent again for a repeated confirm.
+#: Extra: ``reservation_id``.
+reservation_confirmed = Signal()
+#: A reservation was released (its units back), by this call. Extra: ``reservation_id``.
+reservation_released = Signal()
+#: A rate limit refused a hit. Extra: ``hit`` (its ``retry_after``).
+rate_limited = Signal()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..redis import aio, clients
+from ..signals import rate_limited
 from .keys import limiter_key, validate_key
 from .rate import Rate, parse_rate, validate_burst
 from .scripts import HIT
@@ -64,7 +65,10 @@ class RateLimitBase:
 
     def _hit(self, reply: Any) -> Hit:
         allowed, wait_us = int(reply[0]), int(reply[1])
-        return Hit(allowed == 1, wait_us / 1_000_000, self.name, self.rate)
+        hit = Hit(allowed == 1, wait_us / 1_000_000, self.name, self.rate)
+        if not hit.allowed and rate_limited.receivers:
+            rate_limited.send(type(self), limit=self, name=self.name, hit=hit)
+        return hit
 
 
 class RateLimit(RateLimitBase):

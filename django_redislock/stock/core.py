@@ -20,6 +20,12 @@ from ..exceptions import ReservationError, ReservationExpired, StockError
 from ..locks.keys import text, validate_seconds
 from ..redis.clients import call, get_redis, run_script
 from ..redis.scripts import LuaScript
+from ..signals import (
+    reservation_confirmed,
+    reservation_released,
+    stock_reserved,
+    stock_sold_out,
+)
 from .keys import StockKeys, names_key, stock_keys, validate_stock_name
 from .scripts import ADJUST, COUNTS, FINISH, RESERVE
 
@@ -162,6 +168,8 @@ class StockBase:
 
         def answer(reply: Reply) -> Reservation | None:
             if reply.status == "short":
+                if stock_sold_out.receivers:
+                    stock_sold_out.send(type(self), stock=self, name=self.name, quantity=quantity)
                 return None
             if reply.status != "ok":  # "taken": only a resent call can meet its id in use
                 raise StockError(
@@ -170,7 +178,10 @@ class StockBase:
                     self.name,
                 )
             fence, expires = reply.extra
-            return Reservation(self.name, reservation_id, quantity, int(fence), epoch(expires))
+            made = Reservation(self.name, reservation_id, quantity, int(fence), epoch(expires))
+            if stock_reserved.receivers:
+                stock_reserved.send(type(self), stock=self, name=self.name, reservation=made)
+            return made
 
         return Operation(RESERVE, self._args(reservation_id, quantity, ttl_ms), answer)
 
@@ -198,7 +209,13 @@ class StockBase:
         reservation_id = self._reservation_id(reservation)
 
         def answer(reply: Reply) -> bool:
-            if reply.status in ("ok", action):
+            if reply.status == "ok":  # done by this call (a repeat answers its action)
+                signal = reservation_confirmed if action == "c" else reservation_released
+                if signal.receivers:
+                    signal.send(type(self), stock=self, name=self.name,
+                                reservation_id=reservation_id)  # fmt: skip
+                return True
+            if reply.status == action:
                 return True
             if action == "r" and reply.status == "x":
                 return False
