@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import sys
 
+from benchmarks import redis_url
+
 # Run as a script, this file's directory comes first on sys.path, where ``queue.py`` beside
 # it would shadow the standard library's ``queue``: it goes last, and the repository first.
 sys.path.sort(
@@ -299,13 +301,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     parser.add_argument("--runs", type=int, default=20, help="timed loads of each page")
     args = parser.parse_args(argv)
 
-    server = None
-    url = os.environ.get("REDIS_URL")
-    if not url:
-        from tests.servers import RedisServer
-
-        server = RedisServer().start()
-        url = server.url
+    url, server = redis_url()
     if not settings.configured:
         configure()
     r = redis.Redis.from_url(url)

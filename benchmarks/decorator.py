@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks import redis_url
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import django
@@ -172,13 +174,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, per_round = (4, 100) if args.quick else (10, 400)
 
-    server = None
-    url = os.environ.get("REDIS_URL")
-    if not url:
-        from tests.servers import RedisServer
-
-        server = RedisServer().start()
-        url = server.url
+    url, server = redis_url()
     setup(url)
     import redis
 

@@ -19,6 +19,8 @@ import os
 import sys
 import tempfile
 
+from benchmarks import redis_url
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -29,12 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     attempts = args.attempts or math.ceil(args.stock * 1.1 / args.buyers)
 
-    server = None
-    if not os.environ.get("REDIS_URL"):
-        from tests.servers import RedisServer
-
-        server = RedisServer().start()
-        os.environ["REDIS_URL"] = server.url
+    os.environ["REDIS_URL"], server = redis_url()  # the shop's settings read it
     folder = tempfile.mkdtemp(prefix="flash-sale-")
     os.environ["SHOP_DB"] = os.path.join(folder, "shop.sqlite3")
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "example_project"))

@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks import redis_url
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import django
@@ -318,13 +320,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, seconds, iterations, window = (4, 0.3, 100, 3.0) if args.quick else (20, 0.4, 500, 5.0)
 
-    server = None
-    url = os.environ.get("REDIS_URL")
-    if not url:
-        from tests.servers import RedisServer
-
-        server = RedisServer().start()
-        url = server.url
+    url, server = redis_url()
     setup(url)
     info = client(url).info("server")
     python = sys.version.split()[0]

@@ -56,6 +56,8 @@ from __future__ import annotations
 import os
 import sys
 
+from benchmarks import redis_url
+
 # Run as a script, this file's directory comes first on sys.path, where this file would
 # shadow the standard library's ``queue``: it goes last, and the repository root first.
 sys.path.sort(
@@ -578,13 +580,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    server = None
-    url = os.environ.get("REDIS_URL")
-    if not url:
-        from tests.servers import RedisServer
-
-        server = RedisServer().start()
-        url = server.url
+    url, server = redis_url()
     setup(url)
     r = redis.Redis.from_url(url)
     versions = ", ".join(f"{p} {importlib.metadata.version(p)}" for p in ("rq", "huey", "redis"))

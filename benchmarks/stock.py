@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Any
 
+from benchmarks import redis_url
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import django
@@ -84,13 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, seconds = (3, 0.5) if args.quick else (10, 1.0)
 
-    server = None
-    url = os.environ.get("REDIS_URL")
-    if not url:
-        from tests.servers import RedisServer
-
-        server = RedisServer().start()
-        url = server.url
+    url, server = redis_url()
     setup(url)
     from django_redislock.redis.clients import get_redis
     from django_redislock.stock.core import Stock
