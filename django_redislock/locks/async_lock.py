@@ -19,8 +19,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from ..exceptions import LockNotOwned, RedisUnavailable
-from ..redis.aio import call, get_async_redis, run_script
-from ..redis.clients import get_redis
+from ..redis.aio import call, run_script
 from ..redis.scripts import LuaScript
 from . import renewer as _renewer
 from .base import Hold
@@ -34,21 +33,6 @@ logger = logging.getLogger("django_redislock.locks")
 
 class AsyncLock(AsyncWaiting):
     """``async with AsyncLock("name"):`` — see ``Lock`` for the options."""
-
-    @property
-    def client(self) -> Any:
-        # Not kept on the instance: asyncio clients belong to their event loop.
-        client = get_async_redis(self.using)
-        if self._client is None:
-            self._setup(client)
-        return client
-
-    def _connect(self) -> Any:
-        return get_async_redis(self.using)
-
-    @property
-    def renew_client(self) -> Any:
-        return get_redis(self.using)
 
     async def acquire(self, timeout: float | None = None) -> bool:
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try

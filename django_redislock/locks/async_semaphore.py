@@ -15,8 +15,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from ..exceptions import LockNotOwned, RedisUnavailable
-from ..redis.aio import get_async_redis, run_script
-from ..redis.clients import get_redis
+from ..redis.aio import run_script
 from ..redis.scripts import LuaScript
 from . import renewer as _renewer
 from .scripts import WAKE
@@ -28,21 +27,6 @@ from .waiting import AsyncWaiting, _task
 
 class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
     """``async with AsyncSemaphore("exports", limit=4):`` — see ``Semaphore``."""
-
-    @property
-    def client(self) -> Any:
-        # Not kept on the instance: asyncio clients belong to their event loop.
-        client = get_async_redis(self.using)
-        if self._client is None:
-            self._setup(client)
-        return client
-
-    def _connect(self) -> Any:
-        return get_async_redis(self.using)
-
-    @property
-    def renew_client(self) -> Any:
-        return get_redis(self.using)
 
     async def acquire(self, timeout: float | None = None) -> bool:
         """Take a permit; wait up to ``timeout`` seconds (None: the semaphore's timeout, 0: try

@@ -12,7 +12,8 @@ from threading import get_ident
 from typing import Any
 
 from ..redis.aio import call as aio_call
-from ..redis.clients import call
+from ..redis.aio import get_async_redis
+from ..redis.clients import call, get_redis
 from .base import LockBase, logger
 
 
@@ -95,7 +96,22 @@ class SyncWaiting(LockBase):
 
 
 class AsyncWaiting(LockBase):
-    """The asyncio wait of ``AsyncLock`` and ``AsyncSemaphore``."""
+    """The asyncio wait of ``AsyncLock`` and ``AsyncSemaphore``, and their clients."""
+
+    @property
+    def client(self) -> Any:
+        # Not kept on the instance: asyncio clients belong to their event loop.
+        client = get_async_redis(self.using)
+        if self._client is None:
+            self._setup(client)
+        return client
+
+    def _connect(self) -> Any:
+        return get_async_redis(self.using)
+
+    @property
+    def renew_client(self) -> Any:
+        return get_redis(self.using)  # the renewer is a thread: a sync client
 
     def _wake_key(self, token: str) -> str:
         raise NotImplementedError
