@@ -90,3 +90,25 @@ def test_concurrent_first_lock_acquires_all_succeed_once(real_backend: Backend) 
                 assert not await lock.locked()
 
         asyncio.run(together(take))
+
+
+def test_tasks_queued_on_one_lock_each_get_it_in_turn(real_backend: Backend) -> None:
+    # TASKS tasks of a fresh loop queue on one lock, each holding it five times: every hold
+    # is exclusive, and no waiter's BLPOP is cut by the client closing under it.
+    for round_ in range(3):
+        inside, turns = [0], [0]
+
+        async def hold(
+            _: int, name: str = f"shared:{round_}", inside: list[int] = inside,
+            turns: list[int] = turns,
+        ) -> None:  # fmt: skip
+            for _ in range(5):
+                async with AsyncLock(name, ttl=10, timeout=20):
+                    inside[0] += 1
+                    assert inside[0] == 1
+                    await asyncio.sleep(0.002)
+                    inside[0] -= 1
+                    turns[0] += 1
+
+        asyncio.run(together(hold))
+        assert turns[0] == TASKS * 5
