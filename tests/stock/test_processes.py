@@ -162,7 +162,7 @@ def persistent(call: Any, *args: Any) -> Any:
             time.sleep(0.02)
 
 
-def buy_through_restarts(stop: Any, reports: Any) -> None:
+def buy_through_restarts(stop: Any, reports: Any, sold_so_far: Any, failed_so_far: Any) -> None:
     stock = Stock(NAME)
     sold = failed = 0
     while not stop.is_set():
@@ -170,6 +170,8 @@ def buy_through_restarts(stop: Any, reports: Any) -> None:
             reservation = stock.reserve(1, ttl=30)
         except RedisUnavailable:  # answered or not: an unseen reservation just expires
             failed += 1
+            with failed_so_far.get_lock():
+                failed_so_far.value += 1
             time.sleep(0.02)
             continue
         if reservation is None:
@@ -179,7 +181,16 @@ def buy_through_restarts(stop: Any, reports: Any) -> None:
         except ReservationExpired:
             continue
         sold += 1
+        with sold_so_far.get_lock():
+            sold_so_far.value += 1
     reports.put((sold, failed))
+
+
+def wait_until(predicate: Any, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
 
 
 @pytest.mark.timeout(90)
@@ -189,17 +200,20 @@ def test_redis_killed_and_restarted_from_aof_loses_no_unit(
     stock = Stock(NAME)
     stock.set(PLENTY)
     stop, reports = processes.event(), processes.queue()
+    sold, failed = processes.context.Value("l", 0), processes.context.Value("l", 0)
     for _ in range(4):
-        processes.start(buy_through_restarts, stop, reports)
-    time.sleep(0.5)
+        processes.start(buy_through_restarts, stop, reports, sold, failed)
+    wait_until(lambda: sold.value >= 20, 30, "the buyers never got going")
     aof_redis.kill()  # SIGKILL: no shutdown, no last write
-    time.sleep(0.5)  # the buyers run into the dead server
+    # Dead until a buyer has run into it (on a loaded machine that may take a while).
+    wait_until(lambda: failed.value > 0, 30, "no buyer met the dead server")
     aof_redis.start()  # same port, same directory: it loads its AOF
-    time.sleep(0.5)
+    after = sold.value
+    wait_until(lambda: sold.value >= after + 20, 30, "no sale after the restart")
     stop.set()
     results = [reports.get(timeout=30) for _ in range(4)]
     processes.join_all(30)
     counts = stock.counts()
     assert counts.available + counts.reserved + counts.confirmed == PLENTY == counts.total
     assert counts.confirmed == sum(r[0] for r in results)  # no acknowledged sale lost
-    assert sum(r[1] for r in results) > 0, "no buyer met the dead server"
+    assert sum(r[1] for r in results) > 0
