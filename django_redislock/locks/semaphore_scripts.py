@@ -16,7 +16,7 @@ that waiter's ``w:<token>`` with ``scripts.WAKE``.
 from __future__ import annotations
 
 from ..redis.scripts import _script
-from .scripts import CLOCK, WAITERS
+from .lua import CLOCK, WAITERS
 
 _PERMITS = (
     CLOCK

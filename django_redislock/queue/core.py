@@ -21,12 +21,13 @@ from .arguments import (
     new_ids,
 )
 from .calls import WorkerCalls
+from .enqueue_scripts import ADD, ENQUEUE
 from .jobs import Job, JobState, attempt_error, error_text, text, trimmed
 from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
-from .scripts import ADD, ENQUEUE, POP
+from .scripts import POP
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 

@@ -9,15 +9,14 @@ or asyncio transport runs.
 
 from __future__ import annotations
 
-import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from ..exceptions import ReservationError, ReservationExpired, StockError
-from ..locks.keys import text, validate_seconds
+from ..locks.keys import text
 from ..redis.clients import call, get_redis, run_script
 from ..redis.scripts import LuaScript
 from ..signals import (
@@ -26,14 +25,10 @@ from ..signals import (
     stock_reserved,
     stock_sold_out,
 )
+from .arguments import MAX_ID_LENGTH, MAX_TOTAL, MAX_UNITS, epoch, milliseconds, units
 from .keys import StockKeys, names_key, stock_keys, validate_stock_name
 from .scripts import ADJUST, COUNTS, FINISH, RESERVE
 
-# Bounds that keep every count exact in Lua (doubles: integers up to 2^53).
-MAX_UNITS = 10**12  # units in one set, add or reserve
-MAX_TOTAL = 2**50  # units a stock may have in all
-MAX_TTL = 30 * 86400.0  # seconds, for a reservation's ttl and for ``remember``
-MAX_ID_LENGTH = 100
 # Due entries (expired reservations, records to forget) each script handles at most.
 SWEEP = 100
 STATES = {"c": "confirmed", "r": "released", "x": "expired", "unknown": "unknown"}
@@ -75,25 +70,6 @@ class Operation(NamedTuple):
     answer: Callable[[Reply], Any]
 
 
-def _units(value: Any, argument: str, *, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{argument} must be an int, not {type(value).__name__}.")
-    if not minimum <= value <= MAX_UNITS:
-        raise ValueError(f"{argument} must be between {minimum} and {MAX_UNITS}, not {value}.")
-    return value
-
-
-def _milliseconds(value: Any, argument: str) -> int:
-    seconds = validate_seconds(value, argument, allow_zero=False, allow_inf=False)
-    if seconds > MAX_TTL:
-        raise ValueError(f"{argument} must be at most {MAX_TTL:.0f} seconds, not {value!r}.")
-    return max(1, math.ceil(seconds * 1000))
-
-
-def epoch(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-
-
 class StockBase:
     """A stock's name, keys and options, the checks of every argument and the reading of
     every reply. ``remember`` (seconds): how long a finished reservation's outcome is kept,
@@ -101,7 +77,7 @@ class StockBase:
 
     def __init__(self, name: str, *, remember: float = 86400.0, using: str | None = None):
         self.name = validate_stock_name(name)
-        self.remember_ms = _milliseconds(remember, "remember")
+        self.remember_ms = milliseconds(remember, "remember")
         self.using = using
         self._keys: StockKeys | None = None
 
@@ -156,14 +132,14 @@ class StockBase:
         return Operation(ADJUST, self._args(mode, units, MAX_TOTAL), answer)
 
     def _set_op(self, quantity: int) -> Operation:
-        return self._adjust_op("set", _units(quantity, "quantity", minimum=0))
+        return self._adjust_op("set", units(quantity, "quantity", minimum=0))
 
     def _add_op(self, quantity: int) -> Operation:
-        return self._adjust_op("add", _units(quantity, "quantity", minimum=-MAX_UNITS))
+        return self._adjust_op("add", units(quantity, "quantity", minimum=-MAX_UNITS))
 
     def _reserve_op(self, quantity: int, ttl: float) -> Operation:
-        quantity = _units(quantity, "quantity", minimum=1)
-        ttl_ms = _milliseconds(ttl, "ttl")
+        quantity = units(quantity, "quantity", minimum=1)
+        ttl_ms = milliseconds(ttl, "ttl")
         reservation_id = secrets.token_hex(16)
 
         def answer(reply: Reply) -> Reservation | None:

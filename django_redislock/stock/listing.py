@@ -4,7 +4,8 @@ pending reservations that expire soonest. Plain reads, no script, no KEYS/SCAN."
 from __future__ import annotations
 
 from ..redis.clients import call, get_redis
-from .core import Reservation, Stock, epoch
+from .arguments import epoch
+from .core import Reservation, Stock
 from .keys import names_key, parse_record
 
 # How many due entries ``expiring`` reads per reservation asked for: finished ones (kept for

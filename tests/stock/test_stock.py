@@ -15,7 +15,8 @@ from django_redislock.exceptions import (
     ReservationExpired,
     StockError,
 )
-from django_redislock.stock.core import MAX_TTL, MAX_UNITS, SWEEP, Stock, StockCounts
+from django_redislock.stock.arguments import MAX_TTL, MAX_UNITS
+from django_redislock.stock.core import SWEEP, Stock, StockCounts
 
 from ..conftest import Backend
 

@@ -1,0 +1,123 @@
+"""The producers' Lua scripts: ADD (one new job) and ENQUEUE (any jobs, a batch, a schedule
+tick). Each gets the queue's fixed keys first (see ``lua``); what follows is said in its
+header."""
+
+from __future__ import annotations
+
+from .lua import script
+
+__all__ = ["ADD", "ENQUEUE"]
+
+# ENQUEUE's common case in fewer steps: one job whose id was just generated (so no job of
+# that id is pending, and none is looked up). KEYS: the fixed keys, then the job's key.
+# ARGV: the job's 7 values, as ENQUEUE takes them. Returns ENQUEUE's 4 values for it.
+ADD = script(
+    "add",
+    """
+local now, id, pr, due = now_ms(), ARGV[1], tonumber(ARGV[6]), tonumber(ARGV[7])
+if due <= 0 then due = now - due end
+local state = S.ready
+if due <= now then
+  redis.call('ZADD', READY, (100 - pr) * BAND + redis.call('INCR', SEQ), id)
+  wake(1)
+else
+  state = S.scheduled
+  redis.call('ZADD', SCHED, due, id)
+  if due <= head(SCHED) then wake(1) end  -- a sleeping worker must shorten its wait
+end
+write_job(KEYS[7], 1, state, due, now)
+return {1, due, state, now}
+""",
+)
+
+# KEYS: the fixed keys; with a schedule entry, its tick key; then per job its key, and also
+# its corrupt key unless ARGV[4] says every id is new.
+# ARGV[1] replace "0"/"1"  ARGV[2] a schedule entry's name, or ""  ARGV[3] its tick (epoch
+# ms)  ARGV[4] "1" when every id is new (generated), so none is looked up; then per job 7
+# values: id, task, args (JSON), kwargs (JSON, "" for none), metadata (JSON, "" for none),
+# priority, due (epoch ms, or a negative number of ms from now; 0 = now)
+# With an entry name, the jobs are enqueued only if the tick is later than the last tick
+# claimed for that entry, which then becomes this one: the claim and the enqueue are one
+# step, so a tick is enqueued once however many schedulers race.
+# Returns per job four values: 1 added, 2 replaced or 0 kept (already pending; or running,
+# never replaced); the due time (epoch ms) as stored; the state letter as stored; when it
+# was enqueued (epoch ms).
+ENQUEUE = script(
+    "enqueue",
+    """
+local replace, fresh = ARGV[1] == '1', ARGV[4] == '1'
+local count = (#ARGV - 4) / 7
+if count > 1000 then return redis.error_reply('ENQUEUE takes at most 1000 jobs') end
+local first_key, stride = ARGV[2] ~= '' and 8 or 7, fresh and 1 or 2
+local now = now_ms()
+-- Read and decide first: what each job finds (kept, replaced, added) and its due time.
+local found = {}
+if not fresh then
+  for n = 1, count do
+    local f = redis.pcall('HMGET', KEYS[first_key + (n - 1) * 2], F.state, F.due, F.enqueued)
+    if f.err then found[n] = {'corrupt'} else found[n] = f end  -- corrupt: set aside, replaced
+  end
+end
+if ARGV[2] ~= '' then
+  if (tonumber(redis.call('GET', KEYS[7]) or '0') or 0) >= tonumber(ARGV[3]) then return {} end
+  redis.call('SET', KEYS[7], ARGV[3])
+end
+local seq = redis.call('INCRBY', SEQ, count) - count
+local results, woken, first = {}, 0, false  -- first: the head of sched, read when needed
+local ready = {}  -- score, id, ...: added in ZADDs of 500 when every id is new
+for n = 1, count do
+  local i, k = 5 + (n - 1) * 7, first_key + (n - 1) * stride
+  local id, pr, due = ARGV[i], tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
+  if due <= 0 then due = now - due end
+  local key, f = KEYS[k], found[n] or {false}
+  local state, result, enqueued = f[1], 1, now
+  if state == 'corrupt' then
+    redis.call('RENAME', key, KEYS[k + 1])
+    state = false
+  end
+  if state and not SETS[state] and state ~= S.running and state ~= S.done then state = S.dead end
+  if state == S.running or (state and state ~= S.dead and not replace) then
+    result = 0
+    due = tonumber(f[2]) or now
+    enqueued = tonumber(f[3]) or now
+  else
+    if state then
+      result = state == S.dead and 1 or 2
+      if SETS[state] then redis.call('ZREM', SETS[state], id) end
+      redis.call('DEL', key)
+    end
+    if due <= now then
+      state = S.ready
+      seq = seq + 1
+      if fresh then
+        ready[#ready + 1] = (100 - pr) * BAND + seq
+        ready[#ready + 1] = id
+        if #ready == 1000 then
+          redis.call('ZADD', READY, unpack(ready))
+          ready = {}
+        end
+      else
+        redis.call('ZADD', READY, (100 - pr) * BAND + seq, id)
+      end
+      woken = woken + 1
+    else
+      state = S.scheduled
+      redis.call('ZADD', SCHED, due, id)
+      if first == false then first = head(SCHED) end
+      if first == nil or due <= first then
+        first = due
+        woken = math.max(woken, 1)  -- a sleeping worker must shorten its wait
+      end
+    end
+    write_job(key, i, state, due, now)
+  end
+  results[#results + 1] = result
+  results[#results + 1] = due
+  results[#results + 1] = state
+  results[#results + 1] = enqueued
+end
+if #ready > 0 then redis.call('ZADD', READY, unpack(ready)) end
+if woken > 0 then wake(woken) end
+return results
+""",
+)
