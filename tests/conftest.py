@@ -18,7 +18,7 @@ import pytest
 from redis.cluster import RedisCluster
 
 from django_redislock.redis.clients import get_redis
-from tests.servers import RedisClusterServers, RedisServer
+from tests.servers import RedisClusterServers, RedisSentinelGroup, RedisServer
 
 BACKENDS = ["fakeredis", "redis", "cluster"]
 REAL_BACKENDS = ["redis", "cluster"]
@@ -121,3 +121,11 @@ def processes() -> Iterator[Processes]:
 def redis_backend(request: pytest.FixtureRequest, settings: Any) -> Backend:
     """The real standalone server only, for tests too slow to repeat on every backend."""
     return _configure(request, settings, "redis")
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel() -> Iterator[RedisSentinelGroup]:
+    """A master, a replica and three sentinels; tests that fail the master over leave the
+    group healthy again (see ``RedisSentinelGroup.wait_healthy``)."""
+    with RedisSentinelGroup() as group:
+        yield group
