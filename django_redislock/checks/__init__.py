@@ -11,11 +11,12 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error
 
 from ..conf import DEFAULTS, ON_REDIS_ERROR_CHOICES, user_settings
+from ..redis import sentinel
 from ..redis.durability import redis_durability_warnings, unverified
 from .queues import check_queues, check_schedule
 from .values import Bounds, error, short
 
-URL_SCHEMES = ("redis://", "rediss://", "unix://")
+URL_SCHEMES = ("redis://", "rediss://", "unix://", *sentinel.SCHEMES)
 # Redis Cluster's hash slots: more shards could not land on more masters.
 MAX_LOCK_SHARDS = 16384
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,64}$")
@@ -65,8 +66,24 @@ def _check_url(value: Any) -> Iterable[Error]:
     elif not value.startswith(URL_SCHEMES):
         yield error(
             f"REDISLOCK['URL'] {value!r} is not a Redis URL.",
-            "It must start with redis://, rediss:// or unix://.",
+            "It must start with redis://, rediss://, unix:// or redis+sentinel://.",
             7,
+        )
+    else:
+        yield from _check_sentinel_url("REDISLOCK['URL']", value)
+
+
+def _check_sentinel_url(where: str, url: str) -> Iterable[Error]:
+    if not sentinel.is_sentinel_url(url):
+        return
+    try:
+        sentinel.parse(url)
+    except ValueError as exc:
+        yield error(
+            f"{where} is a malformed Sentinel URL: {exc}",
+            "Write it as redis+sentinel://host:port,host:port/service_name/db (the "
+            "sentinels, the name they monitor the master under, the database).",
+            20,
         )
 
 
@@ -111,9 +128,12 @@ def _check_nodes(value: Any) -> Iterable[Error]:
             yield error(
                 f"REDISLOCK['REDLOCK_NODES'] entry {node!r} is neither a cache alias nor a "
                 "Redis URL.",
-                "Each entry must be a key of CACHES or start with redis://, rediss:// or unix://.",
+                "Each entry must be a key of CACHES or a redis://, rediss://, unix:// or "
+                "redis+sentinel:// URL.",
                 10,
             )
+        else:
+            yield from _check_sentinel_url(f"REDISLOCK['REDLOCK_NODES'] entry {node!r}", node)
 
 
 VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
@@ -139,7 +159,15 @@ assert set(VALIDATORS) == set(DEFAULTS)
 
 
 def _check_connection(raw: dict[str, Any]) -> Iterable[Error]:
-    if raw.get("URL") is not None:
+    url = raw.get("URL")
+    if isinstance(url, str) and sentinel.is_sentinel_url(url) and raw.get("CLUSTER"):
+        yield error(
+            "REDISLOCK['CLUSTER'] is True but REDISLOCK['URL'] is a Sentinel URL.",
+            "A Sentinel group is not a Redis Cluster: set CLUSTER to False, or URL to the "
+            "redis:// URL of one node of the cluster.",
+            21,
+        )
+    if url is not None:
         return
     if raw.get("CLUSTER"):
         yield error(

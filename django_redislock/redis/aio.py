@@ -1,5 +1,6 @@
 """asyncio Redis clients, for ``AsyncLock``: one per event loop and per ``using``, from the
-same settings as the sync ones (``REDISLOCK['URL']``, a URL, or a django-redis cache alias)."""
+same settings as the sync ones (``REDISLOCK['URL']``, a URL, or a django-redis cache alias,
+Sentinel ones included)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,20 @@ import redis.asyncio
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgainError
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    NoScriptError,
+    ReadOnlyError,
+    TryAgainError,
+)
+from redis.sentinel import SentinelConnectionPool
 
 from ..exceptions import RedisUnavailable
 from . import blocking
 from .clients import UNAVAILABLE, get_redis, target
 from .scripts import LuaScript
+from .sentinel import async_master_client, async_twin, is_sentinel_url
 
 # The asyncio twin of each sync connection class a django-redis cache may use. fakeredis is
 # here because test suites commonly point django-redis at it.
@@ -68,6 +77,8 @@ def _connect(using: str | None) -> Any:
     if where.url is not None:
         return _from_url(where.url, cluster=where.cluster)
     pool = get_redis(where.cache).connection_pool
+    if isinstance(pool, SentinelConnectionPool):
+        return async_twin(pool, PORTABLE_KWARGS)
     sync_class = f"{pool.connection_class.__module__}.{pool.connection_class.__qualname__}"
     if sync_class not in ASYNC_CONNECTION_CLASSES:
         raise ImproperlyConfigured(
@@ -85,7 +96,16 @@ def _connect(using: str | None) -> Any:
 def _from_url(url: str, *, cluster: bool) -> Any:
     if cluster:
         return AsyncRedisCluster.from_url(url, socket_connect_timeout=5)
+    if is_sentinel_url(url):
+        return async_master_client(url, socket_connect_timeout=5)
     return redis.asyncio.Redis.from_url(url, socket_connect_timeout=5)
+
+
+def _unavailable(exc: BaseException) -> RedisUnavailable:
+    # A replica refuses writes: the client is on a demoted master (or a replica's URL).
+    if isinstance(exc, ReadOnlyError):
+        return RedisUnavailable(f"Redis is read-only, failing over? ({exc})")
+    return RedisUnavailable(f"Redis is unreachable ({exc})")
 
 
 async def _discovered(client: Any) -> None:
@@ -119,8 +139,8 @@ async def run_script(
         except NoScriptError as missing:
             missing.__traceback__ = None  # see connection.run_script
             return await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
-    except (*UNAVAILABLE, OSError) as exc:
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+    except (*UNAVAILABLE, OSError, ReadOnlyError) as exc:
+        raise _unavailable(exc) from exc
 
 
 async def call(client: Any, *args: Any) -> Any:
@@ -131,8 +151,8 @@ async def call(client: Any, *args: Any) -> Any:
         if args[0] == "BLPOP" and len(args) == 3:
             return await _blpop(client, args[1], args[2])
         return await client.execute_command(*args)
-    except (*UNAVAILABLE, OSError) as exc:
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+    except (*UNAVAILABLE, OSError, ReadOnlyError) as exc:
+        raise _unavailable(exc) from exc
 
 
 async def _blpop(client: Any, key: str, timeout: float) -> Any:

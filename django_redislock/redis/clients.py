@@ -19,8 +19,10 @@ from . import blocking, fastpath
 from .fastpath import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
 from .fastpath import dedicated, execute, mapped, packer
 from .scripts import LuaScript
+from .sentinel import SCHEMES as SENTINEL_SCHEMES
+from .sentinel import is_sentinel_url, master_client
 
-URL_SCHEMES = ("redis://", "rediss://", "unix://")
+URL_SCHEMES = ("redis://", "rediss://", "unix://", *SENTINEL_SCHEMES)
 _clients: dict[str | None, Any] = {}
 _clients_lock = threading.Lock()
 
@@ -89,6 +91,8 @@ def _connect(using: str | None) -> Any:
 def _from_url(url: str, *, cluster: bool) -> Any:
     if cluster:
         return RedisCluster.from_url(url, socket_connect_timeout=5)
+    if is_sentinel_url(url):
+        return master_client(url, socket_connect_timeout=5, health_check_interval=30)
     return redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
 
 

@@ -86,6 +86,11 @@ class Dedicated:
     def _send(self, args: tuple[Any, ...]) -> Any:
         conn = self.conn
         try:
+            if conn._sock is None:
+                # connect() itself, not the implicit reconnect of send_packed_command: a
+                # Sentinel-managed connection asks the sentinels for the master there, and
+                # would otherwise go back to the address of the master that failed.
+                conn.connect()
             conn.send_packed_command(self.pack(args), check_health=False)
             if self.spin and args[0] not in BLOCKING:
                 self._spin(conn._sock)

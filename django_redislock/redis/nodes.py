@@ -14,6 +14,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from .clients import URL_SCHEMES
+from .sentinel import is_sentinel_url, master_client
 
 # Connect and read timeout of a URL node, and the longest a round waits for replies: a node
 # slower than this loses its vote instead of eating every holder's validity. A healthy node
@@ -40,10 +41,14 @@ def node_client(node: str) -> Any:
     if client is None:
         # No connect retries (redis.Redis() defaults to ten, with backoff): a dead node should
         # cost one refused connect, not hold up the round for everybody.
-        client = redis.Redis.from_url(
-            node, socket_connect_timeout=NODE_TIMEOUT, socket_timeout=NODE_TIMEOUT,
-            retry=Retry(NoBackoff(), 0),
-        )  # fmt: skip
+        timeouts: dict[str, Any] = {
+            "socket_connect_timeout": NODE_TIMEOUT, "socket_timeout": NODE_TIMEOUT,
+            "retry": Retry(NoBackoff(), 0),
+        }  # fmt: skip
+        if is_sentinel_url(node):  # a node may be a Sentinel-managed master
+            client = master_client(node, **timeouts)
+        else:
+            client = redis.Redis.from_url(node, **timeouts)
         client = _clients.setdefault(node, client)
     return client
 
