@@ -305,10 +305,27 @@ class RedisSentinelGroup:
         master = self.master()
         return next(server for server in self.servers if server is not master)
 
-    def kill_master(self) -> RedisServer:
-        """SIGKILL the current master (no shutdown, no last write); returns it."""
-        master = self.master()
-        master.kill()
+    def kill_master(self, lag: float = 0.0, meanwhile: Any = None) -> RedisServer:
+        """SIGKILL the current master (no shutdown, no last write); returns it. With ``lag``,
+        the replica misses the master's writes of that long first, as a replica that lags
+        behind does: frozen (SIGSTOP, so it cannot reconnect) and cut off by the master.
+        ``meanwhile()`` is called once the replica is cut off, before the ``lag`` wait."""
+        master, replica = self.master(), self.replica()
+        assert replica.process is not None
+        if lag:
+            replica.process.send_signal(signal.SIGSTOP)
+        try:
+            if lag:
+                client = master.client()
+                client.client_kill_filter(_type="replica")
+                client.close()
+            if meanwhile is not None:
+                meanwhile()
+            time.sleep(lag)
+            master.kill()
+        finally:
+            if lag:
+                replica.process.send_signal(signal.SIGCONT)
         return master
 
     def wait_promoted(self, old: RedisServer, timeout: float = 30.0) -> RedisServer:
