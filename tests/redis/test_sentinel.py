@@ -8,6 +8,7 @@ lives in ``test_sentinel_failover.py``."""
 from __future__ import annotations
 
 import asyncio
+import signal
 from typing import Any
 
 import pytest
@@ -17,9 +18,10 @@ from django_redislock.checks import check_settings
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.locks.async_lock import AsyncLock
 from django_redislock.locks.lock import Lock
+from django_redislock.locks.redlock import Redlock
 from django_redislock.redis.clients import get_redis
 from django_redislock.redis.sentinel import SentinelURL, parse
-from tests.servers import RedisSentinelGroup
+from tests.servers import RedisSentinelGroup, free_port
 
 
 def sentinel_cache(group: RedisSentinelGroup) -> dict[str, Any]:
@@ -175,3 +177,44 @@ def _eventually(attempt: Any, tries: int = 50) -> Any:
         except RedisUnavailable:
             pass
     return attempt()
+
+
+# --- discovery when sentinels fail (the ideas of redis-py's sentinel tests, on real ones) ---
+
+
+def test_a_stalled_sentinel_is_passed_over(
+    settings: Any, redis_sentinel: RedisSentinelGroup
+) -> None:
+    """The first sentinel asked answers nothing (SIGSTOP): the next one names the master."""
+    redis_sentinel.wait_healthy()
+    settings.REDISLOCK = {"URL": redis_sentinel.url}
+    master = redis_sentinel.master()
+    first = redis_sentinel.sentinels[0].process
+    assert first is not None
+    first.send_signal(signal.SIGSTOP)
+    try:
+        with Lock("one-sentinel-down", ttl=5) as lock:
+            assert master.client().exists(lock.keys[0]) == 1
+    finally:
+        first.send_signal(signal.SIGCONT)
+
+
+def test_no_sentinel_reachable_is_redis_unavailable(settings: Any) -> None:
+    url = f"redis+sentinel://127.0.0.1:{free_port()},127.0.0.1:{free_port()}/mymaster/0"
+    settings.REDISLOCK = {"URL": url}
+    with pytest.raises(RedisUnavailable, match="No master found for 'mymaster'"):
+        Lock("nowhere", ttl=5).acquire()
+
+    async def take() -> None:
+        await AsyncLock("nowhere", ttl=5).acquire()
+
+    with pytest.raises(RedisUnavailable, match="No master found"):
+        asyncio.run(take())
+
+
+def test_a_redlock_node_may_be_a_sentinel_group(
+    settings: Any, redis_sentinel: RedisSentinelGroup
+) -> None:
+    redis_sentinel.wait_healthy()
+    with Redlock("quorum-of-one", ttl=5, nodes=[redis_sentinel.url]) as lock:
+        assert lock.locked()
