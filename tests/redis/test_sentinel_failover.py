@@ -274,4 +274,9 @@ def check_and_measure(folder: Path, killed_at: float, wait_replicas: int) -> dic
         "lock_acquisitions": len(taken),
         "acquired_while_held": events["overlap"],
         "stale_writes_refused": events["refused"],
+        # From the kill to the first enqueue and the first lock on the new master.
+        "enqueues_resumed_s": round(min(at for _, _, at in acked if at > killed_at) - killed_at, 2),
+        "locks_resumed_s": round(
+            min(got for asked, got, _ in taken if asked > killed_at) - killed_at, 2
+        ),
     }
