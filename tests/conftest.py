@@ -18,7 +18,8 @@ import pytest
 from redis.cluster import RedisCluster
 
 from django_redislock.redis.clients import get_redis
-from tests.servers import RedisClusterServers, RedisSentinelGroup, RedisServer
+from tests.sentinel_servers import RedisSentinelGroup
+from tests.servers import RedisClusterServers, RedisServer
 
 BACKENDS = ["fakeredis", "redis", "cluster"]
 REAL_BACKENDS = ["redis", "cluster"]

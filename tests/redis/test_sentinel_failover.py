@@ -37,7 +37,7 @@ from django_redislock.exceptions import LockError, RedisUnavailable
 from django_redislock.locks.lock import Lock
 from django_redislock.queue.worker import Worker
 from django_redislock.redis.clients import call, get_redis
-from tests.servers import RedisSentinelGroup
+from tests.sentinel_servers import RedisSentinelGroup
 
 from ..conftest import Processes
 
