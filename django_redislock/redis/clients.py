@@ -28,8 +28,9 @@ _clients_lock = threading.Lock()
 
 
 def get_redis(using: str | None = None) -> Any:
-    """The client for ``using``: a cache alias, a Redis URL, or None for the configured default
-    (``REDISLOCK['URL']`` if set, else the django-redis cache ``REDISLOCK['CACHE']``).
+    """The client for ``using``: a cache alias, a Redis URL (``redis+sentinel://`` included,
+    see ``sentinel``), or None for the configured default (``REDISLOCK['URL']`` if set, else
+    the django-redis cache ``REDISLOCK['CACHE']``).
 
     The client is built on first use and kept for the life of the process (redis-py pools
     reconnect by themselves after a fork)."""
