@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +28,8 @@ from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
 from .scripts import POP
+
+READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
@@ -61,10 +63,16 @@ class Queue(WorkerCalls, Operations):
         through ``keys``."""
         return self.base + suffix
 
-    def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    def run(
+        self,
+        script: LuaScript,
+        keys: Sequence[str],
+        args: Sequence[Any],
+        meanwhile: Callable[[], Any] | None = None,
+    ) -> Any:
         """Run a queue script: the fixed keys, then ``keys`` (every one shares the queue's
-        hash tag, so the script runs on Redis Cluster)."""
-        return run_script(self.client, script, (*self.keys.fixed, *keys), args)
+        hash tag, so the script runs on Redis Cluster). ``meanwhile``: see ``run_script``."""
+        return run_script(self.client, script, (*self.keys.fixed, *keys), args, meanwhile)
 
     # --- producing ---------------------------------------------------------------------
 
@@ -100,17 +108,26 @@ class Queue(WorkerCalls, Operations):
         replace: bool = False,
         meta: Mapping[str, Any] | None = None,
     ) -> tuple[str, list[Any]]:
-        """``enqueue``'s work without the Job it returns (for the Tasks backend, which makes
-        its own result): the job's id, and ENQUEUE's four values for it."""
-        keys = self.keys
+        """``enqueue``'s work without the Job it returns: the job's id, and ENQUEUE's four
+        values for it."""
         if job_id is None:  # a new id: no job of it is pending
-            job_id = new_id()
-            values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
-            return job_id, self.run(ADD, (keys.job_prefix + job_id,), values)
+            values = job_values(new_id(), task, args, kwargs, priority, meta, delay, at)
+            return values[0], self.add_new(values)
         job_id = checked_job_id(job_id)
         values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
-        job_keys = (keys.job(job_id), keys.corrupt(job_id))
+        job_keys = (self.keys.job(job_id), self.keys.corrupt(job_id))
         return job_id, self.run(ENQUEUE, job_keys, ("1" if replace else "0", "", 0, "0", *values))
+
+    def add_new(self, values: list[Any], meanwhile: Callable[[], Any] | None = None) -> list[Any]:
+        """Add a job of a new id (``new_id``) from its seven checked values (``job_values``):
+        one ADD script. Returns ENQUEUE's four values for it. ``meanwhile`` runs while the
+        script is on its way to Redis (see ``run_script``)."""
+        keys = self.keys
+        now = run_script(self.client, ADD, (*keys.fixed, keys.job_prefix + values[0]), values,
+                         meanwhile)  # fmt: skip
+        due = values[6]
+        due = due if due > 0 else abs(now) - due
+        return [1, due, READY if now > 0 else SCHEDULED, abs(now)]
 
     def enqueue_many(
         self, jobs: Iterable[Mapping[str, Any]], *, replace: bool = False

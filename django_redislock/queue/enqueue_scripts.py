@@ -10,23 +10,25 @@ __all__ = ["ADD", "ENQUEUE"]
 
 # ENQUEUE's common case in fewer steps: one job whose id was just generated (so no job of
 # that id is pending, and none is looked up). KEYS: the fixed keys, then the job's key.
-# ARGV: the job's 7 values, as ENQUEUE takes them. Returns ENQUEUE's 4 values for it.
+# ARGV: the job's 7 values, as ENQUEUE takes them. Returns one number: when it was enqueued
+# (epoch ms), negated when the job was scheduled rather than made ready; its due time
+# follows from that and its due argument (``Queue.add`` turns this into ENQUEUE's values).
 ADD = script(
     "add",
     """
-local now, id, pr, due = now_ms(), ARGV[1], tonumber(ARGV[6]), tonumber(ARGV[7])
+local t = redis.call('TIME')
+local now, due = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(ARGV[7])
 if due <= 0 then due = now - due end
-local state = S.ready
 if due <= now then
-  redis.call('ZADD', READY, (100 - pr) * BAND + redis.call('INCR', SEQ), id)
-  wake(1)
-else
-  state = S.scheduled
-  redis.call('ZADD', SCHED, due, id)
-  if due <= head(SCHED) then wake(1) end  -- a sleeping worker must shorten its wait
+  redis.call('ZADD', READY, (100 - tonumber(ARGV[6])) * BAND + redis.call('INCR', SEQ), ARGV[1])
+  if redis.call('RPUSH', WAKE, 1) > 128 then redis.call('LTRIM', WAKE, -64, -1) end
+  write_job(KEYS[7], 1, S.ready, due, now)
+  return now
 end
-write_job(KEYS[7], 1, state, due, now)
-return {1, due, state, now}
+redis.call('ZADD', SCHED, due, ARGV[1])
+if due <= head(SCHED) then wake(1) end  -- a sleeping worker must shorten its wait
+write_job(KEYS[7], 1, S.scheduled, due, now)
+return -now
 """,
 )
 
