@@ -30,6 +30,7 @@ from ..redis.clients import get_redis
 from .arguments import due_argument, new_id
 from .core import Job, Queue, get_queue
 from .jobs import encoded_meta
+from .on_commit import commit_alias, described, push_at_commit
 from .runner import resolve_task
 from .task_jobs import (
     FRAMEWORK,
@@ -90,17 +91,27 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             kept = self._prepare(task, raw, client)
         path, queue, meta, due = kept[3:]
         args, kwargs, args_text, kwargs_text = arguments(args, kwargs)
-        job_id, made = new_id(), list[Any]()
+        job_id = new_id()
+        values = [job_id, path, args_text, kwargs_text, meta, task.priority, due]
+        alias = commit_alias(None) if queue.on_commit else None
+        if alias is not None:  # inside transaction.atomic(): pushed when it commits
+            result = new_result(task, job_id, args, kwargs, self.alias)
+            push_at_commit(alias, lambda: self._stamped(result, queue.add_new(values)),
+                           described([(job_id, path, args, kwargs)]))  # fmt: skip
+            return result
+        made = list[Any]()
 
-        def result() -> None:  # built while the job is on its way to Redis
+        def build() -> None:  # while the job is on its way to Redis
             made[:] = [new_result(task, job_id, args, kwargs, self.alias)]
 
-        reply = queue.add_new([job_id, path, args_text, kwargs_text, meta, task.priority, due],
-                              result)  # fmt: skip
-        enqueued = made[0]
-        object.__setattr__(enqueued, "enqueued_at", when(reply[3]))
-        signals.task_enqueued.send(type(self), task_result=enqueued)
-        return enqueued
+        reply = queue.add_new(values, build)
+        return self._stamped(made[0], reply)
+
+    def _stamped(self, result: Any, reply: list[Any]) -> Any:
+        """``result`` of a job pushed: with Redis's enqueue time, announced."""
+        object.__setattr__(result, "enqueued_at", when(reply[3]))
+        signals.task_enqueued.send(type(self), task_result=result)
+        return result
 
     def _prepare(self, task: Any, raw: Any, client: Any) -> tuple[Any, ...]:
         """Check ``task`` as the worker would, before anything is written, and find out its
