@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -53,16 +53,10 @@ class Queue(Producing, WorkerCalls, Operations):
         through ``keys``."""
         return self.base + suffix
 
-    def run(
-        self,
-        script: LuaScript,
-        keys: Sequence[str],
-        args: Sequence[Any],
-        meanwhile: Callable[[], Any] | None = None,
-    ) -> Any:
+    def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run a queue script: the fixed keys, then ``keys`` (every one shares the queue's
-        hash tag, so the script runs on Redis Cluster). ``meanwhile``: see ``run_script``."""
-        return run_script(self.client, script, (*self.keys.fixed, *keys), args, meanwhile)
+        hash tag, so the script runs on Redis Cluster)."""
+        return run_script(self.client, script, (*self.keys.fixed, *keys), args)
 
     def cancel(self, job_id: str, score: int | None = None) -> bool:
         """Delete a ready or scheduled job; with ``score``, only if still due at that time."""

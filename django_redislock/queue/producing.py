@@ -30,13 +30,7 @@ class Producing:
     keys: QueueKeys
     on_commit: bool
 
-    def run(
-        self,
-        script: LuaScript,
-        keys: Sequence[str],
-        args: Sequence[Any],
-        meanwhile: Callable[[], Any] | None = None,
-    ) -> Any:
+    def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
         raise NotImplementedError
 
     def enqueue(
