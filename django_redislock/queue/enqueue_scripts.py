@@ -41,8 +41,10 @@ return -now
 # With an entry name, the jobs are enqueued only if the tick is later than the last tick
 # claimed for that entry, which then becomes this one: the claim and the enqueue are one
 # step, so a tick is enqueued once however many schedulers race.
-# Returns per job four values: 1 added, 2 replaced or 0 kept (already pending; or running,
-# never replaced); the due time (epoch ms) as stored; the state letter as stored; when it
+# Returns per job four values: 1 added, 2 replaced, 3 to run again once its running attempt
+# ends (replace on a running job: the new values are kept for that follow-up run, the last
+# ones asked for win) or 0 kept (already pending, or running without replace); the due
+# time (epoch ms) as stored (a follow-up's: its own); the state letter as stored; when it
 # was enqueued (epoch ms).
 ENQUEUE = script(
     "enqueue",
@@ -78,7 +80,13 @@ for n = 1, count do
     state = false
   end
   if state and not SETS[state] and state ~= S.running and state ~= S.done then state = S.dead end
-  if state == S.running or (state and state ~= S.dead and not replace) then
+  if state == S.running and replace then  -- one follow-up run, once this one ends
+    redis.call('HSET', key, F.next_task, ARGV[i + 1], F.next_args, ARGV[i + 2],
+               F.next_kwargs, ARGV[i + 3], F.next_meta, ARGV[i + 4], F.next_priority,
+               ARGV[i + 5], F.next_due, due, F.next_enqueued, now)
+    result = 3
+    enqueued = tonumber(f[3]) or now
+  elseif state == S.running or (state and state ~= S.dead and not replace) then
     result = 0
     due = tonumber(f[2]) or now
     enqueued = tonumber(f[3]) or now

@@ -71,6 +71,15 @@ class Field:
     ERRORS = "eh"  # every failed attempt's error, one JSON object a line
     FINISHED = "f"  # done or dead, epoch ms
     RESULT = "v"  # a done job's return value, JSON
+    # A follow-up run, asked for while the job ran (enqueue with replace=True): the job it
+    # becomes once this run ends (absent: none).
+    NEXT_TASK = "nt"
+    NEXT_ARGS = "na"
+    NEXT_KWARGS = "nk"  # "" for none
+    NEXT_META = "nm"  # "" for none
+    NEXT_PRIORITY = "np"
+    NEXT_DUE = "nd"  # epoch ms
+    NEXT_ENQUEUED = "ne"  # epoch ms
 
     @classmethod
     def names(cls) -> dict[str, str]:
