@@ -56,3 +56,12 @@ def redislock_stamp(since: float) -> None:
 def huey_tasks(huey: Any) -> tuple[Any, Any]:
     """``noop`` and ``stamp`` registered on ``huey`` (each instance has its own registry)."""
     return huey.task()(noop), huey.task()(stamp)
+
+
+@task()
+def redislock_cpu(n: int) -> int:
+    """About 10 ms of pure Python arithmetic (it holds the GIL throughout)."""
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+    return total

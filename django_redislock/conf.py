@@ -29,6 +29,7 @@ QUEUE_DEFAULTS: dict[str, Any] = {
     "MAX_ATTEMPTS": 3,
     "RETRY_BACKOFF": 10.0,
     "RESULT_TTL": 86400.0,
+    "ON_COMMIT": True,  # inside transaction.atomic(), push jobs when it commits
 }
 
 ON_REDIS_ERROR_CHOICES = ("fail-closed", "fail-open")

@@ -17,7 +17,7 @@ find_python() {
     fi
   done
   for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3 \
-    /root/.pyenv/versions/3.*/bin/python3 /usr/local/bin/python3.1[2-9]; do
+    /usr/local/bin/python3.1[2-9]; do
     if [ -x "$candidate" ] && is_312 "$candidate"; then
       echo "$candidate"
       return

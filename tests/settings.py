@@ -55,7 +55,13 @@ DATABASES = {
         "NAME": _DB,
         "TEST": {"NAME": _DB},
         "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL"},
-    }
+    },
+    # A second database: a job enqueued in its transaction waits for its commit.
+    "other": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": _DB + "-other",
+        "TEST": {"NAME": _DB + "-other"},
+    },
 }
 CACHES = {
     # fakeredis behind django-redis: the fast backend, through the CACHE code path.

@@ -49,3 +49,17 @@ def boom() -> None:
 
 def not_a_task() -> None:
     raise AssertionError("must never run")
+
+
+_HOARD: list[bytearray] = []
+
+
+@task()
+def hog(megabytes: int) -> int:
+    """Keeps ``megabytes`` of memory in its process for good (a leak, for the tests of
+    --max-memory), and records its pid as ``tracked`` does."""
+    _HOARD.append(bytearray(megabytes * 1_048_576))
+    for page in range(0, len(_HOARD[-1]), 4096):  # touched: resident, not just reserved
+        _HOARD[-1][page] = 1
+    get_redis().rpush(DONE, json.dumps({"n": -1, "pid": os.getpid(), "at": time.time() * 1000}))
+    return megabytes

@@ -95,10 +95,12 @@ def test_fences_keep_increasing_across_a_restart_without_persistence(settings):
         stale = fences[-1]
         restart(server)
         assert not server.client().exists(lock.keys[3]), "the restart must lose the counter"
+        seconds, micros = server.client().time()
         with Lock("restarted", ttl=5, fencing=True) as lock:
             fresh = lock.fence
             assert isinstance(fresh, int)
             assert fresh > stale
+            assert fresh >= seconds * 1_000_000 + micros  # never below the server's clock (µs)
             # The first holder after the restart is not refused...
             assert fenced_update(rows, fresh, balance=F("balance") - 10) == 1
         # ...and a stale holder from before it still is.

@@ -24,7 +24,8 @@ QUEUE_BOUNDS_WHY = (
     "LEASE and RESULT_TTL are seconds from 1 to a year, RETRY_BACKOFF seconds above 0, "
     "MAX_ATTEMPTS a whole number from 1 to 1000."
 )
-assert set(QUEUE_BOUNDS) == set(QUEUE_DEFAULTS)
+QUEUE_FLAGS = {"ON_COMMIT"}  # True or False
+assert set(QUEUE_BOUNDS) | QUEUE_FLAGS == set(QUEUE_DEFAULTS)
 # Ticks closer than this keep the scheduler doing nothing but Redis round trips.
 EVERY_BOUNDS = Bounds(0.1)
 SCHEDULE_HINT = (
@@ -59,6 +60,15 @@ def check_queues(value: Any) -> Iterable[Error]:
             continue
         for option, option_value in options.items():
             where = f"REDISLOCK['QUEUES'][{name!r}][{option!r}]"
+            if option in QUEUE_FLAGS:
+                if not isinstance(option_value, bool):
+                    yield error(
+                        f"{where} is {short(option_value)}; it must be True or False.",
+                        "ON_COMMIT: True (the default) pushes a job enqueued inside "
+                        "transaction.atomic() when it commits, False at once.",
+                        9,
+                    )
+                continue
             if option not in QUEUE_BOUNDS:
                 yield error(
                     f"{where} is not a known queue option.",

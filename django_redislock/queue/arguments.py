@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import math
 import os
+from collections import deque
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -24,8 +25,19 @@ def new_ids(count: int) -> Iterator[str]:
     return (chars[i : i + 20] for i in range(0, 20 * count, 20))
 
 
+# New single ids are taken from a pool filled 256 at a time: one read of the OS's random
+# source (a system call) per 256 enqueues, not one each. deque.popleft is atomic, so threads
+# share it safely; a forked child starts with an empty pool, never its parent's ids.
+_pool: deque[str] = deque()
+os.register_at_fork(after_in_child=_pool.clear)
+
+
 def new_id() -> str:
-    return base64.urlsafe_b64encode(os.urandom(15)).decode()
+    try:
+        return _pool.popleft()
+    except IndexError:
+        _pool.extend(new_ids(256))
+        return _pool.popleft()
 
 
 def job_values(

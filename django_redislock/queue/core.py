@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -11,28 +10,20 @@ from django.core.exceptions import ImproperlyConfigured
 from ..conf import conf
 from ..redis.clients import get_redis, run_script
 from ..redis.scripts import LuaScript
-from .arguments import (
-    JOB_ARGUMENTS,
-    MAX_DELAY,
-    checked_delay,
-    checked_job_id,
-    job_values,
-    new_id,
-    new_ids,
-)
+from .arguments import MAX_DELAY, checked_delay
 from .calls import WorkerCalls
-from .enqueue_scripts import ADD, ENQUEUE
-from .jobs import Job, JobState, attempt_error, error_text, text, trimmed
+from .jobs import Job, attempt_error, error_text, text, trimmed
 from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
+from .producing import Producing
 from .scripts import POP
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
 
-class Queue(WorkerCalls, Operations):
+class Queue(Producing, WorkerCalls, Operations):
     """A named queue from ``REDISLOCK['QUEUES']``; see the README for the whole API."""
 
     def __init__(self, name: str, using: str | None = None) -> None:
@@ -49,6 +40,7 @@ class Queue(WorkerCalls, Operations):
         self.max_attempts = int(options["MAX_ATTEMPTS"])
         self.retry_backoff = float(options["RETRY_BACKOFF"])
         self.result_ttl = float(options["RESULT_TTL"])
+        self.on_commit = bool(options["ON_COMMIT"])
         self.keys = QueueKeys(conf.KEY_PREFIX, name)
         self.base = self.keys.base
         self.client = get_redis(using)
@@ -65,119 +57,6 @@ class Queue(WorkerCalls, Operations):
         """Run a queue script: the fixed keys, then ``keys`` (every one shares the queue's
         hash tag, so the script runs on Redis Cluster)."""
         return run_script(self.client, script, (*self.keys.fixed, *keys), args)
-
-    # --- producing ---------------------------------------------------------------------
-
-    def enqueue(
-        self,
-        task: str,
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        *,
-        job_id: str | None = None,
-        delay: float | None = None,
-        at: datetime | None = None,
-        priority: int = 0,
-        replace: bool = False,
-        meta: Mapping[str, Any] | None = None,
-    ) -> Job:
-        """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
-        Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
-        kept with the job, for the code that enqueues and reads it (not passed to the task)."""
-        kwargs = kwargs if kwargs is not None else {}
-        job_id, reply = self.add(task, args, kwargs, job_id, delay, at, priority, replace, meta)
-        return self._made(job_id, task, args, kwargs, priority, meta, reply)
-
-    def add(
-        self,
-        task: str,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-        job_id: str | None = None,
-        delay: float | None = None,
-        at: datetime | None = None,
-        priority: int = 0,
-        replace: bool = False,
-        meta: Mapping[str, Any] | None = None,
-    ) -> tuple[str, list[Any]]:
-        """``enqueue``'s work without the Job it returns (for the Tasks backend, which makes
-        its own result): the job's id, and ENQUEUE's four values for it."""
-        keys = self.keys
-        if job_id is None:  # a new id: no job of it is pending
-            job_id = new_id()
-            values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
-            return job_id, self.run(ADD, (keys.job_prefix + job_id,), values)
-        job_id = checked_job_id(job_id)
-        values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
-        job_keys = (keys.job(job_id), keys.corrupt(job_id))
-        return job_id, self.run(ENQUEUE, job_keys, ("1" if replace else "0", "", 0, "0", *values))
-
-    def enqueue_many(
-        self, jobs: Iterable[Mapping[str, Any]], *, replace: bool = False
-    ) -> list[Job]:
-        """Add many jobs, each a dict of ``enqueue``'s arguments: all are checked before any
-        is written, then sent in atomic batches of ``MAX_BATCH`` (one round trip each)."""
-        return self._enqueue(jobs, replace, "", 0)
-
-    def enqueue_tick(self, entry: str, tick_ms: int, job: Mapping[str, Any]) -> Job | None:
-        """Enqueue ``job`` for a SCHEDULE entry's tick, unless that tick (or a later one) was
-        already enqueued for it: then None."""
-        made = self._enqueue([job], False, entry, tick_ms)
-        return made[0] if made else None
-
-    def _enqueue(
-        self, jobs: Iterable[Mapping[str, Any]], replace: bool, entry: str, tick_ms: int
-    ) -> list[Job]:
-        flat: list[Any] = []
-        made: list[tuple[str, Any, Any, Any, Any, Any]] = []
-        fresh = "1"  # every id generated here: ENQUEUE need not look any up
-        jobs = jobs if isinstance(jobs, (list, tuple)) else list(jobs)
-        ids = new_ids(len(jobs))
-        for spec in jobs:
-            if not spec.keys() <= JOB_ARGUMENTS:
-                unknown = ", ".join(sorted(set(spec) - JOB_ARGUMENTS))
-                raise TypeError(f"Unknown job argument(s): {unknown}.")
-            task, args, kwargs = spec.get("task"), spec.get("args", ()), spec.get("kwargs") or {}
-            job_id = spec.get("job_id")
-            if job_id is None:
-                job_id = next(ids)
-            else:
-                job_id, fresh = checked_job_id(job_id), "0"
-            priority, meta = spec.get("priority", 0), spec.get("meta")
-            flat += job_values(job_id, task, args, kwargs, priority, meta, spec.get("delay"),
-                               spec.get("at"))  # fmt: skip
-            made.append((job_id, task, args, kwargs, priority, meta))
-        reply: list[Any] = []
-        keys = self.keys
-        tick = [keys.tick(entry)] if entry else []
-        for start in range(0, len(made), MAX_BATCH):
-            batch = flat[7 * start : 7 * (start + MAX_BATCH)]
-            named = [job[0] for job in made[start : start + MAX_BATCH]]
-            if fresh == "1":
-                job_keys = keys.jobs(named)
-            else:  # a job found not to be a hash is set aside
-                job_keys = [k for i in named for k in (keys.job(i), keys.corrupt(i))]
-            args = ("1" if replace else "0", entry, tick_ms, fresh, *batch)
-            answer = self.run(ENQUEUE, tick + job_keys, args)
-            if not answer:  # the tick was already claimed
-                return []
-            reply += answer
-        return [self._made(*job, reply[4 * i : 4 * i + 4]) for i, job in enumerate(made)]
-
-    def _made(
-        self,
-        job_id: str,
-        task: str,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-        priority: int,
-        meta: Mapping[str, Any] | None,
-        reply: Sequence[Any],
-    ) -> Job:
-        """The Job enqueued, from ENQUEUE's four values for it."""
-        return Job(job_id, self.name, task, list(args), dict(kwargs), priority,
-                   state=JobState.of_letter(text(reply[2])).value, score=int(reply[1]),
-                   enqueued=int(reply[3]), meta=dict(meta or {}))  # fmt: skip
 
     def cancel(self, job_id: str, score: int | None = None) -> bool:
         """Delete a ready or scheduled job; with ``score``, only if still due at that time."""

@@ -10,23 +10,25 @@ __all__ = ["ADD", "ENQUEUE"]
 
 # ENQUEUE's common case in fewer steps: one job whose id was just generated (so no job of
 # that id is pending, and none is looked up). KEYS: the fixed keys, then the job's key.
-# ARGV: the job's 7 values, as ENQUEUE takes them. Returns ENQUEUE's 4 values for it.
+# ARGV: the job's 7 values, as ENQUEUE takes them. Returns one number: when it was enqueued
+# (epoch ms), negated when the job was scheduled rather than made ready; its due time
+# follows from that and its due argument (``Queue.add`` turns this into ENQUEUE's values).
 ADD = script(
     "add",
     """
-local now, id, pr, due = now_ms(), ARGV[1], tonumber(ARGV[6]), tonumber(ARGV[7])
+local t = redis.call('TIME')
+local now, due = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(ARGV[7])
 if due <= 0 then due = now - due end
-local state = S.ready
 if due <= now then
-  redis.call('ZADD', READY, (100 - pr) * BAND + redis.call('INCR', SEQ), id)
-  wake(1)
-else
-  state = S.scheduled
-  redis.call('ZADD', SCHED, due, id)
-  if due <= head(SCHED) then wake(1) end  -- a sleeping worker must shorten its wait
+  redis.call('ZADD', READY, (100 - tonumber(ARGV[6])) * BAND + redis.call('INCR', SEQ), ARGV[1])
+  if redis.call('RPUSH', WAKE, 1) > 128 then redis.call('LTRIM', WAKE, -64, -1) end
+  write_job(KEYS[7], 1, S.ready, due, now)
+  return now
 end
-write_job(KEYS[7], 1, state, due, now)
-return {1, due, state, now}
+redis.call('ZADD', SCHED, due, ARGV[1])
+if due <= head(SCHED) then wake(1) end  -- a sleeping worker must shorten its wait
+write_job(KEYS[7], 1, S.scheduled, due, now)
+return -now
 """,
 )
 
@@ -39,8 +41,10 @@ return {1, due, state, now}
 # With an entry name, the jobs are enqueued only if the tick is later than the last tick
 # claimed for that entry, which then becomes this one: the claim and the enqueue are one
 # step, so a tick is enqueued once however many schedulers race.
-# Returns per job four values: 1 added, 2 replaced or 0 kept (already pending; or running,
-# never replaced); the due time (epoch ms) as stored; the state letter as stored; when it
+# Returns per job four values: 1 added, 2 replaced, 3 to run again once its running attempt
+# ends (replace on a running job: the new values are kept for that follow-up run, the last
+# ones asked for win) or 0 kept (already pending, or running without replace); the due
+# time (epoch ms) as stored (a follow-up's: its own); the state letter as stored; when it
 # was enqueued (epoch ms).
 ENQUEUE = script(
     "enqueue",
@@ -76,7 +80,13 @@ for n = 1, count do
     state = false
   end
   if state and not SETS[state] and state ~= S.running and state ~= S.done then state = S.dead end
-  if state == S.running or (state and state ~= S.dead and not replace) then
+  if state == S.running and replace then  -- one follow-up run, once this one ends
+    redis.call('HSET', key, F.next_task, ARGV[i + 1], F.next_args, ARGV[i + 2],
+               F.next_kwargs, ARGV[i + 3], F.next_meta, ARGV[i + 4], F.next_priority,
+               ARGV[i + 5], F.next_due, due, F.next_enqueued, now)
+    result = 3
+    enqueued = tonumber(f[3]) or now
+  elseif state == S.running or (state and state ~= S.dead and not replace) then
     result = 0
     due = tonumber(f[2]) or now
     enqueued = tonumber(f[3]) or now

@@ -9,7 +9,8 @@ from .lua import script
 # KEYS: the fixed keys, then each job's key.  ARGV: pairs of id, lease token (at most 1000)
 # Gives back leased jobs that never started (a worker's jobs leased ahead, when it stops or
 # one of its jobs runs long): ready again at the front of their priority, in their order,
-# an attempt charged under this lease given back. Returns how many it gave back.
+# an attempt charged under this lease given back; a job with a follow-up asked for becomes
+# that follow-up. Returns how many it gave back.
 RELEASE = script(
     "release",
     """
@@ -22,20 +23,26 @@ for j = 1, n do
                       F.started_lease)
   if ok and f[1] == ARGV[2 * j] then back[#back + 1] = {j, key, f} end
 end
+local now = false
 for _, b in ipairs(back) do
   local j, key, f = b[1], b[2], b[3]
-  local id = ARGV[2 * j - 1]
+  local id, follow = ARGV[2 * j - 1], next_run(key)
   redis.call('ZREM', RUN, id)
-  redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
-  if f[5] == f[1] then  -- charged under this lease: give the attempt back
-    local ws = f[4] and string.match(f[4], '^(.*),[^,]*$')
-    if ws then redis.call('HSET', key, F.workers, ws) else redis.call('HDEL', key, F.workers) end
-    redis.call('HSET', key, F.attempts, math.max(0, (num(f[3], 1) or 1) - 1))
-    redis.call('HDEL', key, F.started)
+  if follow then  -- never started; a follow-up was asked for meanwhile: it runs instead
+    now = now or now_ms()
+    run_next(key, id, follow, now)
+  else
+    redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
+    if f[5] == f[1] then  -- charged under this lease: give the attempt back
+      local ws = f[4] and string.match(f[4], '^(.*),[^,]*$')
+      if ws then redis.call('HSET', key, F.workers, ws) else redis.call('HDEL', key, F.workers) end
+      redis.call('HSET', key, F.attempts, math.max(0, (num(f[3], 1) or 1) - 1))
+      redis.call('HDEL', key, F.started)
+    end
+    redis.call('HSET', key, F.state, S.ready)
+    local pr = num(f[2], 0) or 0
+    redis.call('ZADD', READY, (100 - pr) * BAND - n + j - 1, id)
   end
-  redis.call('HSET', key, F.state, S.ready)
-  local pr = num(f[2], 0) or 0
-  redis.call('ZADD', READY, (100 - pr) * BAND - n + j - 1, id)
 end
 if #back > 0 then wake(#back) end
 return #back
@@ -46,15 +53,20 @@ return #back
 # delay ms (-1: to the dead set)  ARGV[4] error  ARGV[5] traceback  ARGV[6] exception class
 # path  ARGV[7] the error as a JSON object for the history ("" for none)  ARGV[8] worker id
 # Gives a leased job back: scheduled again after the delay, or dead; its attempt is charged
-# if it was not yet. 1, or 0 if the lease was lost (another worker may have it by now).
+# if it was not yet. A follow-up asked for while it ran replaces it instead (fresh, as
+# enqueued). 1, or 0 if the lease was lost (another worker may have it by now).
 SETTLE = script(
     "settle",
     """
 local id, key, delay, worker = ARGV[1], KEYS[7], tonumber(ARGV[3]), ARGV[8]
 local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers)
 if not ok or f[1] ~= ARGV[2] then return 0 end
-local now = now_ms()
+local now, follow = now_ms(), next_run(key)
 redis.call('ZREM', RUN, id)
+if follow then  -- a follow-up was asked for while it ran: it runs instead of a retry
+  run_next(key, id, follow, now)
+  return 1
+end
 redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
 if f[2] ~= f[1] then  -- never started through POP: this attempt is charged now
   redis.call('HSET', key, F.attempts, (num(f[3], 0) or 0) + 1, F.started, now,

@@ -124,6 +124,39 @@ local function write_job(key, at, state, due, now)
   redis.call(unpack(hset))
 end
 
+-- The follow-up run asked for while job ``key`` ran (ENQUEUE with replace on a running job):
+-- its task, args, kwargs, meta, priority, due and enqueue time; nil when none was.
+local function next_run(key)
+  local n = redis.call('HMGET', key, F.next_task, F.next_args, F.next_kwargs, F.next_meta,
+                       F.next_priority, F.next_due, F.next_enqueued)
+  if n[1] and n[2] then return n end
+  return nil
+end
+
+-- Make the follow-up ``n`` (from next_run) the job ``id``: a fresh hash at ``key`` (no
+-- attempts, no errors), ready or scheduled by its due time; the run before it has ended.
+local function run_next(key, id, n, now)
+  local pr, due = tonumber(n[5]) or 0, tonumber(n[6]) or now
+  if pr < -100 or pr > 100 then pr = 0 end
+  redis.call('DEL', key)
+  local hset = {'HSET', key, F.task, n[1], F.args, n[2], F.due, math.max(due, now),
+                F.enqueued, tonumber(n[7]) or now}
+  if n[3] and n[3] ~= '' then hset[#hset + 1] = F.kwargs; hset[#hset + 1] = n[3] end
+  if n[4] and n[4] ~= '' then hset[#hset + 1] = F.meta; hset[#hset + 1] = n[4] end
+  if pr ~= 0 then hset[#hset + 1] = F.priority; hset[#hset + 1] = pr end
+  hset[#hset + 1] = F.state
+  if due <= now then
+    hset[#hset + 1] = S.ready
+    redis.call(unpack(hset))
+    redis.call('ZADD', READY, (100 - pr) * BAND + redis.call('INCR', SEQ), id)
+  else
+    hset[#hset + 1] = S.scheduled
+    redis.call(unpack(hset))
+    redis.call('ZADD', SCHED, due, id)
+  end
+  wake(1)
+end
+
 -- Finish the ``n_finish`` leased jobs described from ARGV[at] (id, lease token, return value
 -- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms; their job
 -- and result keys from KEYS[7]), then charge the attempt of the ``n_start`` jobs described
@@ -151,6 +184,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   end
   for _, job in ipairs(finishing) do
     local i, key, result = job[1], KEYS[job[2]], KEYS[job[2] + 1]
+    local follow = next_run(key)
     finished[#finished + 1] = ARGV[i]
     if ARGV[i + 2] == '' then
       redis.call('DEL', key)
@@ -158,8 +192,13 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
       redis.call('RENAME', key, result)
       redis.call('HSET', result, F.state, S.done, F.result, ARGV[i + 2], F.finished, now,
                  F.lease, '')
+      if follow then
+        redis.call('HDEL', result, F.next_task, F.next_args, F.next_kwargs, F.next_meta,
+                   F.next_priority, F.next_due, F.next_enqueued)
+      end
       redis.call('PEXPIRE', result, ttl)
     end
+    if follow then run_next(key, ARGV[i], follow, now) end
   end
   if #finished > 0 then zrem_all(RUN, finished) end
   for _, s in ipairs(starting) do

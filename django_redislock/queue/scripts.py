@@ -82,6 +82,8 @@ if run_at and run_at <= now then
         aside)
     elseif not f[4] then
       bury(key, id, now, 'The job\\'s data was missing from Redis when its lease ran out.', false)
+    elseif next_run(key) then  -- a follow-up was asked for while it ran: it runs instead
+      run_next(key, id, next_run(key), now)
     else
       local started = f[2] and f[2] == f[3]
       redis.call('HDEL', key, F.lease, F.worker, F.started_lease)

@@ -5,6 +5,7 @@ job's ``TaskResult``. Which task a job names is the runner's (``runner.resolve_t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from contextlib import suppress
@@ -17,7 +18,7 @@ import django
 from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask
-from .jobs import AttemptError, Job, JobState
+from .jobs import AttemptError, Job, JobState, dumps_scalars
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 try:
@@ -56,7 +57,7 @@ dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def when(epoch_ms: int) -> datetime | None:
-    return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc) if epoch_ms else None
+    return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc) if epoch_ms else None
 
 
 def _errors(job: Job) -> list[Any]:
@@ -95,6 +96,31 @@ def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
                 TaskError(exception_class_path="builtins.ValueError",
                           traceback=f"The return value kept in Redis is not JSON ({exc}).")
             )  # fmt: skip
+    return result
+
+
+# A new job's result is built field by field: the dataclass's own __init__ would normalise
+# args and kwargs once more (``arguments`` did), a third of an enqueue's Python. Only while
+# the framework's TaskResult has exactly these fields; else through __init__.
+_NEW_RESULT = ("task", "id", "status", "enqueued_at", "started_at", "finished_at",
+               "last_attempted_at", "args", "kwargs", "backend", "errors", "worker_ids",
+               "_return_value")  # fmt: skip
+_FIELD_BY_FIELD = tuple(field.name for field in dataclasses.fields(TaskResult)) == _NEW_RESULT
+
+
+def new_result(task: Any, job_id: str, args: list[Any], kwargs: dict[str, Any],
+               backend: str) -> Any:  # fmt: skip
+    """The READY ``TaskResult`` of a job being enqueued, ``enqueued_at`` None until Redis
+    says; ``args`` and ``kwargs`` as ``arguments`` gave them."""
+    if not _FIELD_BY_FIELD:
+        return TaskResult(task=task, id=job_id, status=TaskResultStatus.READY, enqueued_at=None,
+                          started_at=None, finished_at=None, last_attempted_at=None, args=args,
+                          kwargs=kwargs, backend=backend, errors=[], worker_ids=[])  # fmt: skip
+    result = object.__new__(TaskResult)
+    values: tuple[Any, ...] = (task, job_id, TaskResultStatus.READY, None, None, None, None,
+                               args, kwargs, backend, [], [], None)  # fmt: skip
+    for name, value in zip(_NEW_RESULT, values, strict=True):
+        object.__setattr__(result, name, value)
     return result
 
 
@@ -154,11 +180,12 @@ def to_json(value: Any) -> str:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def arguments(args: Any, kwargs: Any) -> tuple[Any, Any]:
-    """A task's arguments as the worker will receive them: normalised as the framework
-    does, then through JSON (dict keys become strings)."""
-    # The usual call passes scalars only: JSON would give them back unchanged, so they skip
-    # the encoding and decoding below (the job codec encodes them once, as it must).
+def arguments(args: Any, kwargs: Any) -> tuple[list[Any], dict[str, Any], str, str]:
+    """A task's arguments as the worker will receive them (normalised as the framework
+    does, then through JSON: dict keys become strings), and as the job stores them (JSON
+    text; "" for no kwargs)."""
+    # The usual call passes scalars only: JSON would give them back unchanged, so they are
+    # encoded once, and not decoded.
     for value in args:
         if type(value) not in _SCALARS:
             break
@@ -167,10 +194,11 @@ def arguments(args: Any, kwargs: Any) -> tuple[Any, Any]:
             if type(key) is not str or type(value) not in _SCALARS:
                 break
         else:
-            return list(args), dict(kwargs)
+            args, kwargs = list(args), dict(kwargs)
+            return args, kwargs, dumps_scalars(args), dumps_scalars(kwargs) if kwargs else ""
     try:
         text = to_json([args, kwargs])
     except TypeError as exc:
         raise TypeError(f"Task arguments must be JSON-serializable: {exc}") from exc
     args, kwargs = json.loads(text)
-    return args, kwargs
+    return args, kwargs, dumps(args), dumps(kwargs) if kwargs else ""

@@ -27,17 +27,19 @@ from django.utils import timezone as django_timezone
 from ..conf import conf, user_settings
 from ..exceptions import InvalidTask, JobNotFound
 from ..redis.clients import get_redis
+from .arguments import due_argument, new_id
 from .core import Job, Queue, get_queue
+from .jobs import encoded_meta
+from .on_commit import commit_alias, described, push_at_commit
 from .runner import resolve_task
 from .task_jobs import (
     FRAMEWORK,
     NOT_A_TASK,
     FrameworkInvalidTask,
-    TaskResult,
     TaskResultDoesNotExist,
-    TaskResultStatus,
     arguments,
     framework_backends,
+    new_result,
     restored,
     signals,
     stand_in,
@@ -68,7 +70,9 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             params = {**params, "QUEUES": []}
         super().__init__(alias, params)
         self._validated: set[Any] = set()
-        self._queues: dict[str, tuple[Any, Any, Queue]] = {}
+        # id(task) -> (task, REDISLOCK, client, path, queue, meta, due): what enqueue found
+        # out about a task, kept while the setting and the client are unchanged.
+        self._prepared: dict[int, tuple[Any, Any, Any, str, Queue, str, int]] = {}
 
     def validate_task(self, task: Any) -> None:
         # The framework inspects the function's signature every time: a task that passed is
@@ -80,6 +84,38 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             self._validated.add(task)
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        raw, client = user_settings(), get_redis()
+        kept = self._prepared.get(id(task))
+        if (kept is None or kept[0] is not task or kept[2] is not client
+                or (kept[1] is not raw and kept[1] != raw)):  # fmt: skip
+            kept = self._prepare(task, raw, client)
+        path, queue, meta, due = kept[3:]
+        args, kwargs, args_text, kwargs_text = arguments(args, kwargs)
+        job_id = new_id()
+        values = [job_id, path, args_text, kwargs_text, meta, task.priority, due]
+        alias = commit_alias(None) if queue.on_commit else None
+        if alias is not None:  # inside transaction.atomic(): pushed when it commits
+            result = new_result(task, job_id, args, kwargs, self.alias)
+            push_at_commit(alias, lambda: self._stamped(result, queue.add_new(values)),
+                           described([(job_id, path, args, kwargs)]))  # fmt: skip
+            return result
+        made = list[Any]()
+
+        def build() -> None:  # while the job is on its way to Redis
+            made[:] = [new_result(task, job_id, args, kwargs, self.alias)]
+
+        reply = queue.add_new(values, build)
+        return self._stamped(made[0], reply)
+
+    def _stamped(self, result: Any, reply: list[Any]) -> Any:
+        """``result`` of a job pushed: with Redis's enqueue time, announced."""
+        object.__setattr__(result, "enqueued_at", when(reply[3]))
+        signals.task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def _prepare(self, task: Any, raw: Any, client: Any) -> tuple[Any, ...]:
+        """Check ``task`` as the worker would, before anything is written, and find out its
+        path, queue, the job metadata and due argument it is enqueued with."""
         self.validate_task(task)
         path = task.module_path
         try:  # what the worker would refuse is refused here, before anything is written
@@ -90,8 +126,12 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             raise FrameworkInvalidTask(
                 f"{path!r} names another task: the worker would run that one, not this one."
             )
-        queue = self._queue(task.queue_name)
-        args, kwargs = arguments(args, kwargs)
+        try:
+            queue = get_queue(task.queue_name)
+        except ImproperlyConfigured as exc:
+            if task.queue_name in conf.QUEUES:  # a connection setting, not the queue
+                raise
+            raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
         meta: dict[str, Any] = {}
         if self.alias != declared.backend:
             meta["backend"] = self.alias
@@ -100,40 +140,12 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             meta["run_after"] = run_after.isoformat()
             if django_timezone.is_naive(run_after):
                 run_after = django_timezone.make_aware(run_after)
-        job_id, reply = queue.add(path, args, kwargs, at=run_after, priority=task.priority,
-                                  meta=meta or None)  # fmt: skip
-        result = TaskResult(
-            task=task,
-            id=job_id,
-            status=TaskResultStatus.READY,
-            enqueued_at=when(int(reply[3])),  # Redis's clock, as get_result reads it
-            started_at=None,
-            finished_at=None,
-            last_attempted_at=None,
-            args=args,
-            kwargs=kwargs,
-            backend=self.alias,
-            errors=[],
-            worker_ids=[],
-        )
-        signals.task_enqueued.send(type(self), task_result=result)
-        return result
-
-    def _queue(self, name: str) -> Queue:
-        # get_queue reads and copies REDISLOCK['QUEUES'] each time: the queue is kept while
-        # that setting is unchanged and the client the same (a changed setting, a fork and
-        # reset_connections each make a new client).
-        raw, kept = user_settings(), self._queues.get(name)
-        if kept is not None and kept[0] == raw and kept[1] is get_redis():
-            return kept[2]
-        try:
-            queue = get_queue(name)
-        except ImproperlyConfigured as exc:
-            if name in conf.QUEUES:  # a connection setting, not the queue
-                raise
-            raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
-        self._queues[name] = (raw, queue.client, queue)
-        return queue
+        kept = (task, raw, client, path, queue, encoded_meta(meta), due_argument(None, run_after))
+        if task.run_after is None:  # (run_after: validated each time, see validate_task)
+            if len(self._prepared) >= 1000:
+                self._prepared.clear()
+            self._prepared[id(task)] = kept
+        return kept
 
     def get_result(self, result_id: str) -> Any:
         if not isinstance(result_id, str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import redis
@@ -97,15 +97,22 @@ def _from_url(url: str, *, cluster: bool) -> Any:
     return redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
 
 
-def run_script(client: Any, script: LuaScript, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-    """Run a Lua script in one round trip (loading it first only when the server lacks it)."""
+def run_script(
+    client: Any,
+    script: LuaScript,
+    keys: Sequence[Any],
+    args: Sequence[Any],
+    meanwhile: Callable[[], Any] | None = None,
+) -> Any:
+    """Run a Lua script in one round trip (loading it first only when the server lacks it).
+    ``meanwhile`` runs while the script is on its way (see ``fastpath.execute``)."""
     try:
-        return execute(client, ("EVALSHA", script.sha, len(keys), *keys, *args))
+        return execute(client, ("EVALSHA", script.sha, len(keys), *keys, *args), meanwhile)
     except NoScriptError as missing:
         # fakeredis keeps the error it raised; with its traceback it would keep the caller's
         # stack (a Lock that should be garbage-collected, say) alive.
         missing.__traceback__ = None
-        return execute(client, ("EVAL", script.source, len(keys), *keys, *args))
+        return execute(client, ("EVAL", script.source, len(keys), *keys, *args), meanwhile)
 
 
 def call(client: Any, *args: Any) -> Any:

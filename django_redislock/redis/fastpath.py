@@ -18,7 +18,12 @@ from typing import Any
 
 import hiredis
 import redis
-from redis.exceptions import ReadOnlyError
+from redis.exceptions import ReadOnlyError, ResponseError
+
+try:  # what redis-py's hiredis reader returns while a reply is incomplete
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA
+except ImportError:  # another redis-py layout: replies are read through redis-py
+    NOT_ENOUGH_DATA = None
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
@@ -44,13 +49,22 @@ class Dedicated:
     machine that wake-up alone can cost more than Redis takes to answer. Given back to the
     pool when the thread ends."""
 
-    __slots__ = ("conn", "misses", "pack", "polled", "poller", "pool", "skip", "spin", "used")
+    __slots__ = ("conn", "direct", "misses", "pack", "polled", "poller", "pool", "skip", "spin",
+                 "used")  # fmt: skip
 
     def __init__(self, pool: Any, spin: float) -> None:
         self.pool = pool
         self.conn = pool.get_connection()
         self.used = time.monotonic()
         self.pack = packer(self.conn)
+        # The reply is read from the socket into redis-py's own hiredis reader, without the
+        # layers of its read_response, when that is all they would do: a plain TCP or Unix
+        # socket (not TLS), hiredis packing and parsing.
+        self.direct = (
+            NOT_ENOUGH_DATA is not None
+            and hiredis_packs(self.conn)
+            and type(self.conn._parser).__name__ == "_HiredisParser"
+        )
         self.spin = spin if hasattr(select, "poll") else 0.0
         self.poller: Any = None
         self.polled: Any = None  # the socket the poller watches
@@ -69,34 +83,68 @@ class Dedicated:
             self._drop_if_stale()
         self.used = now
 
-    def execute(self, args: tuple[Any, ...]) -> Any:
+    def execute(self, args: tuple[Any, ...], meanwhile: Any = None) -> Any:
         self.freshen()
         # A connection that worked before may have been closed under us (a Redis restart, a
         # failover, a proxy): the command did not reach the new server, so it is sent once
         # more on a new connection. A connection made for this command is not retried.
         if self.conn._sock is not None and args[0] not in BLOCKING:
             try:
-                return self._send(args)
+                return self._send(args, meanwhile)
             except RedisUnavailable as exc:
                 if isinstance(exc.__cause__, (redis.TimeoutError, socket.timeout)):
                     raise  # it may have run: never twice
                 logger.debug("Redis connection lost; sending %s again once.", args[0])
-        return self._send(args)
+        return self._send(args, meanwhile)
 
-    def _send(self, args: tuple[Any, ...]) -> Any:
+    def _send(self, args: tuple[Any, ...], meanwhile: Any = None) -> Any:
         conn = self.conn
+        failed: BaseException | None = None
         try:
             if conn._sock is None:
                 # connect() itself, not the implicit reconnect of send_packed_command: a
                 # Sentinel-managed connection asks the sentinels for the master there, and
                 # would otherwise go back to the address of the master that failed.
                 conn.connect()
-            conn.send_packed_command(self.pack(args), check_health=False)
+            sock = conn._sock
+            direct = self.direct and type(sock) is socket.socket
+            if direct:
+                sock.sendall(hiredis.pack_command(args))
+            else:
+                conn.send_packed_command(self.pack(args), check_health=False)
+            if meanwhile is not None:
+                failed = _call(meanwhile)
             if self.spin and args[0] not in BLOCKING:
                 self._spin(conn._sock)
-            return conn.read_response()
+            reply = self._read(sock, conn._parser) if direct else conn.read_response()
         except BaseException as exc:
             raise mapped(conn, exc)  # noqa: B904 (the cause is set there)
+        if failed is not None:
+            raise failed
+        return reply
+
+    @staticmethod
+    def _read(sock: socket.socket, parser: Any) -> Any:
+        """The reply, read from ``sock`` into redis-py's hiredis reader (which turns an
+        error reply into the redis-py exception, raised here as redis-py would). A RESP3
+        push message before it goes to redis-py's handler, as its own read would send it."""
+        reader, buffer = parser._reader, parser._buffer
+        reply = reader.gets()
+        while True:
+            while reply is NOT_ENOUGH_DATA:
+                size = sock.recv_into(buffer)
+                if not size:
+                    raise redis.ConnectionError("Connection closed by server.")
+                reader.feed(buffer, 0, size)
+                reply = reader.gets()
+            push = parser._hiredis_PushNotificationType
+            if push is None or not isinstance(reply, push):
+                break
+            parser.handle_push_response(reply)
+            reply = reader.gets()
+        if isinstance(reply, (ResponseError, redis.ConnectionError)):
+            raise reply
+        return reply
 
     def _spin(self, sock: Any) -> None:
         """Return once ``sock`` is readable, or after ``spin`` seconds (then the read sleeps).
@@ -151,13 +199,19 @@ def _give_back_one(pool: Any) -> None:
         _kept[pool] = max(0, _kept.get(pool, 1) - 1)
 
 
-def packer(conn: Any) -> Any:
-    """hiredis packs a command in a third of the time of redis-py's checked packer. Use it
-    when it yields exactly the bytes the connection itself would send (it does whenever
-    redis-py packs with hiredis too, as with the hiredis extra installed)."""
+def hiredis_packs(conn: Any) -> bool:
+    """Whether hiredis packs commands into exactly the bytes ``conn`` itself would send (it
+    does whenever redis-py packs with hiredis too, as with the hiredis extra installed)."""
     sample = ("EVALSHA", "café", 1, b"\xff", 2.5)
     # (hiredis's stub types the argument as a 1-tuple; it takes any length.)
-    if b"".join(conn.pack_command(*sample)) != hiredis.pack_command(sample):  # type: ignore[arg-type]
+    packed: bytes = hiredis.pack_command(sample)  # type: ignore[arg-type]
+    return b"".join(conn.pack_command(*sample)) == packed
+
+
+def packer(conn: Any) -> Any:
+    """hiredis packs a command in a third of the time of redis-py's checked packer: used
+    when it packs as the connection would."""
+    if not hiredis_packs(conn):
         return lambda args: conn.pack_command(*args)
     pack = hiredis.pack_command
     return lambda args: [pack(args)]  # a list of chunks, as send_packed_command wants
@@ -211,14 +265,29 @@ def dedicated(client: Any) -> Dedicated | None:
     return held
 
 
-def execute(client: Any, args: tuple[Any, ...]) -> Any:
+def execute(client: Any, args: tuple[Any, ...], meanwhile: Any = None) -> Any:
+    """Run one command. ``meanwhile``, a callable taking nothing, runs while the command is
+    on its way (its work overlaps Redis's), or before the command without a connection of
+    this thread's own; again if the command is sent again. What it raises is raised once
+    the reply was read (a failed command's error first)."""
     held = dedicated(client)
     if held is not None:
-        return held.execute(args)
+        return held.execute(args, meanwhile)
+    if meanwhile is not None:
+        meanwhile()
     try:
         return client.execute_command(*args)
     except UNAVAILABLE as exc:
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+
+
+def _call(meanwhile: Any) -> BaseException | None:
+    # The reply must be read whatever meanwhile does, or the connection is out of step.
+    try:
+        meanwhile()
+    except BaseException as exc:
+        return exc
+    return None
 
 
 def mapped(conn: Any, exc: BaseException) -> BaseException:

@@ -45,9 +45,10 @@ def sell_one(product_id: int, fence: int | None = None) -> JsonResponse:
             if not fenced_update(rows, fence, stock=F("stock") - 1):
                 return JsonResponse({"error": "retry"}, status=409)
         order = Order.objects.create(product=product)
-        # Closed, and the item put back, if still unpaid after SHOP_UNPAID_SECONDS. Queued
-        # once the order is committed; if Redis is down then, the periodic sweep closes it.
-        transaction.on_commit(lambda: schedule_close(order))
+        # Closed, and the item put back, if still unpaid after SHOP_UNPAID_SECONDS. Enqueued
+        # inside the transaction, the job is pushed when the order is committed (never for
+        # a rolled-back one); if Redis is down then, the periodic sweep closes it.
+        schedule_close(order)
     return JsonResponse({"order": order.pk}, status=201)
 
 
@@ -103,7 +104,7 @@ def buy_reserved(request: HttpRequest, product_id: int) -> JsonResponse:
         with transaction.atomic():
             Product.objects.filter(pk=product.pk).update(stock=F("stock") - 1)
             order = Order.objects.create(product=product, reservation=reservation.id)
-            transaction.on_commit(lambda: schedule_close(order))
+            schedule_close(order)  # pushed when the order is committed
     except BaseException:
         product.units.release(reservation)  # no order: the unit goes back at once
         raise

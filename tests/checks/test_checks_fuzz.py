@@ -50,7 +50,10 @@ VALID_KEYS = {
     ("LOCK_SHARDS", "int"),
     ("REDLOCK_NODES", "empty list"),
 }
-VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS}
+VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS if option != "ON_COMMIT"} | {
+    ("ON_COMMIT", "True"),
+    ("ON_COMMIT", "False"),
+}
 VALID_ENTRY_OPTIONS = {
     ("every", "int"),
     ("cron", "None"),  # None is "not given": the entry runs on `every`

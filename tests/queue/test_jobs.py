@@ -58,3 +58,51 @@ def test_every_key_of_a_queue_shares_its_hash_tag() -> None:
     assert len(set(built)) == len(built) - len(LISTED_STATES)  # the sets are fixed keys
     with pytest.raises(ValueError, match="state must be one of"):
         keys.of_state("done")
+
+
+SCALAR_VALUES = [
+    [],
+    [0, -(2**70), 1.5, -0.0, float("inf"), float("nan"), True, False, None],
+    ["", "ünï\u2028code", "\ud800", 'quote " and \\ back', "\x00\x1f"],
+    {"a": 1, "é": None, "": "x"},
+]
+
+
+@pytest.mark.parametrize("value", SCALAR_VALUES, ids=repr)
+def test_scalars_encode_exactly_as_the_json_encoder_does(value: object) -> None:
+    from django_redislock.queue.jobs import dumps, dumps_scalars
+
+    assert dumps_scalars(value) == dumps(value)  # type: ignore[arg-type]
+
+
+def test_new_ids_are_unique_across_threads_and_forked_children() -> None:
+    import os
+    import threading
+
+    from django_redislock.queue.arguments import new_id
+
+    new_id()  # the pool is filled: a child forked now must not hand out what is left of it
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next 300 ids, to the parent
+        try:
+            os.write(write, ",".join(new_id() for _ in range(300)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split(",")
+    os.waitpid(pid, 0)
+    parent: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: parent.extend(new_id() for _ in range(500)))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(child) == 300
+    assert len(parent) == 2000
+    assert len(set(child) | set(parent)) == 2300
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{20}", id_) for id_ in child + parent)

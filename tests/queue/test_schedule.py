@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -283,6 +284,28 @@ def test_redis_unreachable_for_every_entry_is_raised_for_the_backoff(settings: A
         server.stop()
         with pytest.raises(RedisUnavailable):
             scheduler.run_pending(T0 + 60)
+
+
+def test_the_scheduler_says_redis_is_unreachable_once_per_message(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Running in a worker with Redis gone, the scheduler warns and backs off; each warning
+    says "unreachable" once, not wrapped in itself."""
+    with RedisServer() as server:
+        settings.REDISLOCK = {"URL": server.url, "SCHEDULE": {"a": {"task": TASK, "every": 1}}}
+        scheduler = Scheduler()
+        server.stop()
+        stopping = threading.Event()
+        runner = threading.Thread(target=scheduler.run, args=(stopping,))
+        with caplog.at_level(logging.WARNING, "django_redislock"):
+            runner.start()
+            time.sleep(0.5)
+            stopping.set()
+            runner.join(10)
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("django_redislock")]
+    assert warnings  # it said so, more than once while backing off
+    for message in warnings:
+        assert message.count("unreachable") == 1, message
 
 
 # --- three worker processes with the same SCHEDULE, on a real server ------------------------

@@ -183,6 +183,9 @@ def test_get_result_equals_the_enqueued_result(tasks_everywhere: Backend, change
     assert again.backend == task_.backend
     assert result.enqueued_at == get_queue(task_.queue_name).get(result.id).enqueued_at
     assert examples.echo.get_result(result.id) == result  # through the declared task too
+    fetched = examples.echo.get_result(result.id)
+    fetched.refresh()  # through the alias it was enqueued with, restored
+    assert dataclasses.asdict(fetched) == dataclasses.asdict(result)
 
 
 def test_refresh_changes_nothing_while_nothing_changed(tasks: Backend) -> None:
@@ -512,6 +515,7 @@ DAMAGE = {
     "priority": lambda c, key: c.hset(key, "pr", "high"),
     "attempts": lambda c, key: c.hset(key, "a", "many"),
     "enqueued": lambda c, key: c.hset(key, "e", "yesterday"),
+    "due": lambda c, key: c.hset(key, "sc", "soon"),
     "task missing": lambda c, key: c.hdel(key, "t"),
     "bad json args": lambda c, key: c.hset(key, "ar", "[1, 2"),
     "bad metadata": lambda c, key: c.hset(key, "m", "{nope"),
@@ -526,6 +530,21 @@ def test_get_result_of_a_damaged_job_answers(tasks: Backend, how: str) -> None:
     DAMAGE[how](tasks.client, key)
     again = examples.add.get_backend().get_result(result.id)
     assert again.id == result.id
+
+
+def test_get_result_of_a_job_whose_hash_is_gone(tasks: Backend) -> None:
+    """Its data gone, the job does not exist for get_result (an answer, not a crash); once a
+    worker's pop met it, it is dead, and its result FAILED says why."""
+    result = examples.add.enqueue(1, 2)
+    tasks.client.delete(get_queue().key("j:" + result.id))
+    backend = examples.add.get_backend()
+    with pytest.raises(TaskResultDoesNotExist):
+        backend.get_result(result.id)
+    assert get_queue().pop(10) == []  # nothing runnable: it is set aside
+    buried = backend.get_result(result.id)
+    assert buried.status.name == "FAILED"
+    assert buried.errors
+    assert "gone" in buried.errors[-1].traceback or "missing" in buried.errors[-1].traceback
 
 
 def test_get_result_of_a_finished_job_whose_value_is_damaged(tasks: Backend) -> None:

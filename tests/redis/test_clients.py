@@ -149,6 +149,7 @@ def test_replies_are_awaited_by_spinning_on_the_socket(settings, redis_server, m
     held = fastpath.dedicated(client)
     assert held is not None
     assert held.spin == 0.0002
+    assert held.direct  # the reply is read from the socket into redis-py's reader
     assert held.polled is held.conn._sock
     # A reply within SPIN_WAIT clears any miss (a few tries: a loaded test machine can
     # deschedule Redis for longer than the spin).

@@ -1,0 +1,92 @@
+"""Enqueue on commit: inside ``transaction.atomic()``, a job is pushed to Redis when the
+transaction commits on its database, and never when it rolls back (a rolled-back savepoint
+drops the jobs enqueued inside it). Django's own ``transaction.on_commit`` does the
+bookkeeping; this module decides which database's commit an enqueue waits for, and pushes
+at commit time, riding out a Redis that is gone for a moment.
+
+The atomic blocks a test case wraps around each test (Django's ``TestCase``, pytest-django's
+``db``) do not count: there, as in production outside a transaction, a job is pushed at
+once; inside an ``atomic()`` of the code under test it waits, as ``on_commit`` does in tests
+(``captureOnCommitCallbacks`` runs such callbacks).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+
+from ..exceptions import RedisUnavailable
+
+logger = logging.getLogger("django_redislock.queue")
+
+T = TypeVar("T")
+
+# At commit, a push that finds Redis unreachable is tried again after these pauses (about
+# 1.5 s in all) before the commit's caller is told.
+RETRY_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8)
+
+
+def _in_transaction(alias: str) -> bool:
+    connection = connections[alias]
+    return connection.in_atomic_block and any(
+        not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks
+    )
+
+
+def commit_alias(db: str | None) -> str | None:
+    """The alias of the database whose commit an enqueue now waits for, or None to push at
+    once. ``db`` names it; None: the default database if it is in a transaction, else the
+    one database that is."""
+    if db is not None:
+        if not isinstance(db, str):
+            raise TypeError(f"db must be a database alias (str), not {type(db).__name__}.")
+        if db not in connections.settings:
+            raise ValueError(f"db {db!r} is not a database in DATABASES.")
+        return db if _in_transaction(db) else None
+    if DEFAULT_DB_ALIAS in connections.settings and _in_transaction(DEFAULT_DB_ALIAS):
+        return DEFAULT_DB_ALIAS
+    open_ = [
+        connection.alias
+        for connection in connections.all(initialized_only=True)
+        if _in_transaction(connection.alias)
+    ]
+    if len(open_) > 1:
+        raise ValueError(
+            f"Enqueued inside transactions on several databases ({', '.join(open_)}): pass "
+            "db= to say whose commit pushes the job."
+        )
+    return open_[0] if open_ else None
+
+
+def push_at_commit(alias: str, push: Callable[[], T], what: str) -> None:
+    """Run ``push`` when the transaction on ``alias`` commits (never if it rolls back). A
+    Redis that is unreachable then is tried again for about 1.5 s; after that the commit
+    stands, the error is logged with ``what`` (the jobs, to enqueue again by hand) and
+    RedisUnavailable is raised to the code that committed."""
+
+    def at_commit() -> None:
+        for pause in (*RETRY_PAUSES, None):
+            try:
+                push()
+                return
+            except RedisUnavailable as exc:
+                if pause is None:
+                    logger.error("Committed, but %s could not be enqueued: %s", what, exc)
+                    raise RedisUnavailable(
+                        f"The transaction committed, but {what} could not be enqueued: {exc}"
+                    ) from exc
+                time.sleep(pause)
+
+    transaction.on_commit(at_commit, using=alias)
+
+
+def described(jobs: list[tuple[str, Any, Any, Any]]) -> str:
+    """``jobs`` (id, task, args, kwargs) as the error at commit names them."""
+    shown = "; ".join(f"{job_id} ({task} {args!r} {kwargs!r})"[:200] for job_id, task, args,
+                      kwargs in jobs[:20])  # fmt: skip
+    more = f" and {len(jobs) - 20} more" if len(jobs) > 20 else ""
+    return f"job{'s' if len(jobs) > 1 else ''} {shown}{more}"

@@ -1,0 +1,171 @@
+"""The producing half of ``Queue``: ``enqueue``, ``enqueue_many`` and a schedule's ticks.
+Everything is checked before anything is written; inside ``transaction.atomic()`` the jobs
+are pushed when the transaction commits (``on_commit``), else at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from ..redis.clients import run_script
+from ..redis.scripts import LuaScript
+from .arguments import JOB_ARGUMENTS, checked_job_id, job_values, new_id, new_ids
+from .enqueue_scripts import ADD, ENQUEUE
+from .jobs import Job, JobState, text
+from .keys import QueueKeys
+from .lua import MAX_BATCH
+from .on_commit import commit_alias, described, push_at_commit
+
+READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
+
+# (id, task, args, kwargs, priority, meta) of each job, as checked
+Made = tuple[str, Any, Any, Any, Any, Any]
+
+
+class Producing:
+    name: str
+    client: Any
+    keys: QueueKeys
+    on_commit: bool
+
+    def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def enqueue(
+        self,
+        task: str,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        job_id: str | None = None,
+        delay: float | None = None,
+        at: datetime | None = None,
+        priority: int = 0,
+        replace: bool = False,
+        meta: Mapping[str, Any] | None = None,
+        db: str | None = None,
+    ) -> Job:
+        """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
+        Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
+        kept with the job, for the code that enqueues and reads it (not passed to the task).
+
+        Inside ``transaction.atomic()`` (on ``db``; by default the default database, or the
+        one database in a transaction) the job is pushed when the transaction commits, and
+        never if it rolls back: the Job returned then has ``score`` and ``enqueued`` 0 (not
+        known before the push). The queue's ``ON_COMMIT: False`` pushes at once."""
+        kwargs = kwargs if kwargs is not None else {}
+        fresh = job_id is None
+        job_id = new_id() if job_id is None else checked_job_id(job_id)
+        values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
+        made = (job_id, task, args, kwargs, priority, meta)
+        alias = commit_alias(db) if self.on_commit else None
+        if alias is None:
+            return self._made(*made, self._push(values, fresh, replace))
+        push = partial(self._push, values, fresh, replace)
+        push_at_commit(alias, push, described([made[:4]]))
+        return self._made(*made, [1, 0, READY if values[6] == 0 else SCHEDULED, 0])
+
+    def _push(self, values: list[Any], fresh: bool, replace: bool) -> list[Any]:
+        if fresh:  # a new id: no job of it is pending
+            return self.add_new(values)
+        job_keys = (self.keys.job(values[0]), self.keys.corrupt(values[0]))
+        return self.run(ENQUEUE, job_keys, ("1" if replace else "0", "", 0, "0", *values))  # type: ignore[no-any-return]
+
+    def add_new(self, values: list[Any], meanwhile: Callable[[], Any] | None = None) -> list[Any]:
+        """Add a job of a new id (``new_id``) from its seven checked values (``job_values``):
+        one ADD script. Returns ENQUEUE's four values for it. ``meanwhile`` runs while the
+        script is on its way to Redis (see ``run_script``)."""
+        keys = self.keys
+        now = run_script(self.client, ADD, (*keys.fixed, keys.job_prefix + values[0]), values,
+                         meanwhile)  # fmt: skip
+        due = values[6]
+        due = due if due > 0 else abs(now) - due
+        return [1, due, READY if now > 0 else SCHEDULED, abs(now)]
+
+    def enqueue_many(
+        self,
+        jobs: Iterable[Mapping[str, Any]],
+        *,
+        replace: bool = False,
+        db: str | None = None,
+    ) -> list[Job]:
+        """Add many jobs, each a dict of ``enqueue``'s arguments: all are checked before any
+        is written, then sent in atomic batches of ``MAX_BATCH`` (one round trip each).
+        Inside ``transaction.atomic()``, pushed when it commits, as ``enqueue``."""
+        flat, made, fresh = self._checked(jobs)
+        alias = commit_alias(db) if self.on_commit else None
+        if alias is None:
+            return self._push_many(flat, made, fresh, replace, "", 0)
+        push = partial(self._push_many, flat, made, fresh, replace, "", 0)
+        push_at_commit(alias, push, described([job[:4] for job in made]))
+        due = flat[6::7]
+        return [self._made(*job, [1, 0, READY if due[i] == 0 else SCHEDULED, 0])
+                for i, job in enumerate(made)]  # fmt: skip
+
+    def enqueue_tick(self, entry: str, tick_ms: int, job: Mapping[str, Any]) -> Job | None:
+        """Enqueue ``job`` for a SCHEDULE entry's tick, unless that tick (or a later one) was
+        already enqueued for it: then None. Never waits for a commit."""
+        flat, made, fresh = self._checked([job])
+        enqueued = self._push_many(flat, made, fresh, False, entry, tick_ms)
+        return enqueued[0] if enqueued else None
+
+    def _checked(self, jobs: Iterable[Mapping[str, Any]]) -> tuple[list[Any], list[Made], str]:
+        """ENQUEUE's values of ``jobs``, each job checked; and whether every id is new."""
+        flat: list[Any] = []
+        made: list[Made] = []
+        fresh = "1"  # every id generated here: ENQUEUE need not look any up
+        jobs = jobs if isinstance(jobs, (list, tuple)) else list(jobs)
+        ids = new_ids(len(jobs))
+        for spec in jobs:
+            if not spec.keys() <= JOB_ARGUMENTS:
+                unknown = ", ".join(sorted(set(spec) - JOB_ARGUMENTS))
+                raise TypeError(f"Unknown job argument(s): {unknown}.")
+            task, args, kwargs = spec.get("task"), spec.get("args", ()), spec.get("kwargs") or {}
+            job_id = spec.get("job_id")
+            if job_id is None:
+                job_id = next(ids)
+            else:
+                job_id, fresh = checked_job_id(job_id), "0"
+            priority, meta = spec.get("priority", 0), spec.get("meta")
+            flat += job_values(job_id, task, args, kwargs, priority, meta, spec.get("delay"),
+                               spec.get("at"))  # fmt: skip
+            made.append((job_id, task, args, kwargs, priority, meta))
+        return flat, made, fresh
+
+    def _push_many(
+        self, flat: list[Any], made: list[Made], fresh: str, replace: bool, entry: str,
+        tick_ms: int,
+    ) -> list[Job]:  # fmt: skip
+        reply: list[Any] = []
+        keys = self.keys
+        tick = [keys.tick(entry)] if entry else []
+        for start in range(0, len(made), MAX_BATCH):
+            batch = flat[7 * start : 7 * (start + MAX_BATCH)]
+            named = [job[0] for job in made[start : start + MAX_BATCH]]
+            if fresh == "1":
+                job_keys = keys.jobs(named)
+            else:  # a job found not to be a hash is set aside
+                job_keys = [k for i in named for k in (keys.job(i), keys.corrupt(i))]
+            args = ("1" if replace else "0", entry, tick_ms, fresh, *batch)
+            answer = self.run(ENQUEUE, tick + job_keys, args)
+            if not answer:  # the tick was already claimed
+                return []
+            reply += answer
+        return [self._made(*job, reply[4 * i : 4 * i + 4]) for i, job in enumerate(made)]
+
+    def _made(
+        self,
+        job_id: str,
+        task: str,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        priority: int,
+        meta: Mapping[str, Any] | None,
+        reply: Sequence[Any],
+    ) -> Job:
+        """The Job enqueued, from ENQUEUE's four values for it."""
+        return Job(job_id, self.name, task, list(args), dict(kwargs), priority,
+                   state=JobState.of_letter(text(reply[2])).value, score=int(reply[1]),
+                   enqueued=int(reply[3]), meta=dict(meta or {}))  # fmt: skip
