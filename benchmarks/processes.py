@@ -14,6 +14,7 @@ CPU-bound jobs.
 from __future__ import annotations
 
 import argparse
+import logging
 import multiprocessing
 import os
 import time
@@ -29,6 +30,8 @@ def run(processes: int | None, concurrency: int) -> None:
     """The worker as the command runs it: in this process, or supervised children."""
     from django_redislock.queue.supervisor import Supervisor
     from django_redislock.queue.worker import Worker
+
+    logging.getLogger("django_redislock").setLevel(logging.ERROR)  # no W002 per process
 
     def child(index: int) -> int:
         Worker(["default"], concurrency=concurrency, burst=True, schedule=False).run()
