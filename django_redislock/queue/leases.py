@@ -202,8 +202,7 @@ class Leases:
             self.changed.notify_all()
 
     def stop_renewing(self, queue: Queue, job: Job) -> None:
-        """Let the lease of a running job lapse (it overran its time limit and may never
-        end): it is delivered again when the lease runs out, as if this worker had died."""
+        """Let a running job's lease lapse (far past its time limit): delivered again."""
         with self.changed:
             if (queue.name, job.id) in self.running:
                 self.unrenewed.add((queue.name, job.id))

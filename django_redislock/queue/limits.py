@@ -69,16 +69,17 @@ def checked_time_limit(value: Any, name: str = "time_limit") -> float | None:
 
 
 def with_time_limit(meta: Any, time_limit: Any) -> Any:
-    """A job's ``meta`` carrying ``time_limit`` (checked) under ``META_KEY``; ``meta`` as it
-    is without one. A ``meta`` of the wrong type is left for ``encoded_meta`` to refuse."""
+    """A job's ``meta`` carrying ``time_limit`` (checked) under ``META_KEY``. A limit already
+    in ``meta`` (a job's meta enqueued again) is checked too; ``time_limit`` replaces it. A
+    ``meta`` of the wrong type is left for ``encoded_meta`` to refuse."""
     seconds = checked_time_limit(time_limit)
-    if isinstance(meta, Mapping) and META_KEY in meta:
-        raise ValueError(f"meta key {META_KEY!r} is reserved: pass time_limit= instead.")
+    if not isinstance(meta, Mapping):
+        return meta if seconds is None or meta is not None else {META_KEY: time_limit}
     if seconds is None:
+        if META_KEY in meta:
+            checked_time_limit(meta[META_KEY], f"meta[{META_KEY!r}]")
         return meta
-    if meta is not None and not isinstance(meta, Mapping):
-        return meta
-    return {**(meta or {}), META_KEY: time_limit}
+    return {**meta, META_KEY: time_limit}
 
 
 def queue_time_limits(queues: Sequence[Queue]) -> dict[str, float | None]:

@@ -3,7 +3,7 @@ made in an installed app, never anything else a path read from Redis could name)
 with the Tasks framework's signals (``run_job``), and its outcome recorded (``Runner``).
 
 Whatever a task raises (``SystemExit`` and ``KeyboardInterrupt`` included) is a failed
-attempt of that job; the worker carries on.
+attempt of that job, as is running past its time limit (``limits``); the worker carries on.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ stopped (SIGTERM/SIGINT drain the running jobs).
 
 Its parts, each started and stopped here: ``Heartbeat`` (the worker's entry in the
 registry), ``Leases`` (fetching, leasing ahead, renewing, acknowledging, giving back),
-``Runner`` (running one job as its task and recording the outcome), ``Waiter`` (sleeping
-until an enqueue or the next due job) and the ``Scheduler`` (``SCHEDULE``'s ticks).
+``Runner`` (running one job as its task and recording the outcome), ``TimeLimits`` (each
+job's soft time limit), ``Waiter`` (sleeping until an enqueue or the next due job) and the
+``Scheduler`` (``SCHEDULE``'s ticks).
 """
 
 from __future__ import annotations

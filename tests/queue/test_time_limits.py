@@ -263,14 +263,17 @@ def test_time_limit_is_checked_before_anything_is_written(backend: Backend) -> N
             queue.enqueue(SPIN, [1, 0], time_limit=bad)
         with pytest.raises(error, match="time_limit"):
             queue.enqueue_many([{"task": SPIN, "args": [1, 0], "time_limit": bad}])
-    with pytest.raises(ValueError, match="reserved"):
-        queue.enqueue(SPIN, [1, 0], meta={META_KEY: 3})
+    with pytest.raises(TypeError, match=r"meta\['time_limit'\]"):  # as enqueue would read it
+        queue.enqueue(SPIN, [1, 0], meta={META_KEY: "3"})
     assert queue.counts()["ready"] == 0
     one = queue.enqueue(SPIN, [1, 0], time_limit=2.5, meta={"a": 1})
     [many] = queue.enqueue_many([{"task": SPIN, "args": [1, 0], "time_limit": 7}])
     assert queue.get(one.id).meta == one.meta == {"a": 1, META_KEY: 2.5}
     assert queue.get(many.id).meta == {META_KEY: 7}
     assert queue.enqueue(SPIN, [1, 0]).meta == {}
+    # A job's meta enqueued again keeps its limit; time_limit= replaces it.
+    assert queue.enqueue(SPIN, [1, 0], meta=one.meta).meta == {"a": 1, META_KEY: 2.5}
+    assert queue.enqueue(SPIN, [1, 0], meta=one.meta, time_limit=1).meta == {"a": 1, META_KEY: 1}
 
 
 @pytest.mark.parametrize("value", [0, -1, "10", True, float("inf"), 10**400, [5]])
