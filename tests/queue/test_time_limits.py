@@ -26,6 +26,7 @@ from django_redislock.queue.registry import live_workers
 from django_redislock.queue.task_jobs import signals
 from django_redislock.queue.worker import Worker
 
+from .. import limit_tasks
 from ..conftest import Backend, Processes
 from ..limit_tasks import CLEANED, FINISHED, SWALLOWED
 
@@ -96,6 +97,7 @@ def test_a_job_past_its_limit_is_interrupted_retried_then_dead(
     own_longer = queue.enqueue(SPIN, [3, 0.8], time_limit=5)  # its own limit beats 0.3
     own_shorter = queue.enqueue(SPIN, [4, 30], time_limit=0.2)
     coroutine = queue.enqueue(ASLEEP, [5, 30])  # an async task: its coroutine is cancelled
+    task = limit_tasks.spin.enqueue(7, 30)  # through the Tasks framework: the queue's limit
     worker = processes.start(work, concurrency)
     wait_for(settled)
 
@@ -112,8 +114,11 @@ def test_a_job_past_its_limit_is_interrupted_retried_then_dead(
                                    f"'default' ran past its time limit of {limit} s.")  # fmt: skip
         assert strings(STATUS).count(f"{job.id} FAILED") == 2  # task_finished, each attempt
     # Each attempt's finally block ran, interrupted or not.
-    assert sorted(strings(CLEANED)) == sorted(["1", "1", "2", "3", "4", "4", "5", "5"])
+    assert sorted(strings(CLEANED)) == sorted(["1", "1", "2", "3", "4", "4", "5", "5", "7", "7"])
     assert f"{under.id} SUCCESSFUL" in strings(STATUS)
+    task.refresh()
+    assert task.status == "FAILED"
+    assert [e.exception_class for e in task.errors] == [JobTimeLimitExceeded] * 2
     assert not [line for line in strings(LOGS) if line.startswith(("ERROR", "CRITICAL"))]
     assert worker.is_alive()  # and still working
     assert queue.get(queue.enqueue(SPIN, [6, 0]).id)
