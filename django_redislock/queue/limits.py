@@ -210,6 +210,7 @@ class TimeLimits:
     ) -> None:
         self.defaults, self.overdue = dict(defaults), overdue
         self.watches: dict[int, Watch] = {}
+        self.wakes_at = 0.0  # when the watcher wakes next (monotonic)
         self.changed = threading.Condition()
         self.stopped = threading.Event()
         self.thread = Background("redislock-limits", self._watch, stopped=self.stopped,
@@ -232,7 +233,8 @@ class TimeLimits:
     def add(self, watch: Watch) -> None:
         with self.changed:
             self.watches[id(watch)] = watch
-            self.changed.notify_all()
+            if watch.deadline < self.wakes_at:  # else the watcher wakes in time: let it be
+                self.changed.notify_all()
 
     def remove(self, watch: Watch) -> None:
         with self.changed:
@@ -263,9 +265,15 @@ class TimeLimits:
                     self._overdue(watch)
                 else:
                     soonest = min(soonest, watch.deadline + GRACE)
-        with self.changed:
-            if not self.stopped.is_set():
-                self.changed.wait(max(0.0, soonest - time.monotonic()))
+        with self.changed:  # a job added since the copy above is seen here, or notifies
+            if self.stopped.is_set():
+                return
+            for watch in self.watches.values():
+                if not watch.sent:
+                    soonest = min(soonest, watch.deadline)
+            self.wakes_at = soonest
+            self.changed.wait(max(0.0, soonest - time.monotonic()))
+            self.wakes_at = 0.0
 
     def _overdue(self, watch: Watch) -> None:
         with self.changed:
