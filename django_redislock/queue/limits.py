@@ -150,7 +150,8 @@ class Watch:
             return False
         while not self.sent:  # the watcher is sending it: microseconds
             time.sleep(0.0001)
-        _clear_async_exc(self.thread_id, None)  # if not delivered yet, it never will be
+        if _clear_async_exc is not None:  # if not delivered yet, it never will be
+            _clear_async_exc(self.thread_id, None)
         self.limits.remove(self)
         return True
 

@@ -257,6 +257,22 @@ def test_no_exception_ever_reaches_the_caller_after_the_call(slow_gate: bool) ->
     assert limits.watches == {}
 
 
+def test_a_call_blocked_in_c_sees_the_limit_only_when_it_returns() -> None:
+    """The soft limit's known limit: a thread in a C call (here time.sleep) cannot be
+    interrupted; the exception comes as the call returns. Only a process can be stopped."""
+    limits = TimeLimits({"q": 0.05}, lambda queue, job: None)
+    limits.start()
+    try:
+        watch = limits.watch(cast(Queue, type("Q", (), {"name": "q"})()), Job("c", "q", "t"))
+        assert watch is not None
+        start = time.monotonic()
+        with pytest.raises(JobTimeLimitExceeded, match=r"time limit of 0\.05 s"):
+            watch.call(sleep_for, (0.3,), {})
+        assert time.monotonic() - start >= 0.3  # the sleep ran to its end
+    finally:
+        limits.stop()
+
+
 # --- enqueue and the system check -------------------------------------------------------
 
 
