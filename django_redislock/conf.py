@@ -30,6 +30,7 @@ QUEUE_DEFAULTS: dict[str, Any] = {
     "RETRY_BACKOFF": 10.0,
     "RESULT_TTL": 86400.0,
     "ON_COMMIT": True,  # inside transaction.atomic(), push jobs when it commits
+    "TIME_LIMIT": None,  # seconds a job may run before JobTimeLimitExceeded; None: no limit
 }
 
 ON_REDIS_ERROR_CHOICES = ("fail-closed", "fail-open")

@@ -68,3 +68,14 @@ class ReservationError(StockError):
 
 class ReservationExpired(ReservationError):
     """Confirm of a reservation whose TTL ran out first: its units went back to the stock."""
+
+
+class JobTimeLimitExceeded(BaseException):
+    """Raised inside a job's thread when it runs past its time limit (``TIME_LIMIT``, or
+    ``enqueue(time_limit=...)``), so that it can clean up: its ``finally`` blocks run. A
+    ``BaseException``, as ``KeyboardInterrupt`` and ``asyncio.CancelledError`` are: the
+    ``except Exception`` of a job's own retry or per-item loop must not swallow it and run
+    on. The attempt is recorded as failed with it (retried, or dead after MAX_ATTEMPTS)."""
+
+    def __str__(self) -> str:
+        return super().__str__() or "The job ran past its time limit."

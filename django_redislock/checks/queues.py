@@ -25,7 +25,9 @@ QUEUE_BOUNDS_WHY = (
     "MAX_ATTEMPTS a whole number from 1 to 1000."
 )
 QUEUE_FLAGS = {"ON_COMMIT"}  # True or False
-assert set(QUEUE_BOUNDS) | QUEUE_FLAGS == set(QUEUE_DEFAULTS)
+# None (no limit) or seconds above 0: a job running longer gets JobTimeLimitExceeded.
+QUEUE_LIMITS = {"TIME_LIMIT": Bounds(0, above=True)}
+assert set(QUEUE_BOUNDS) | QUEUE_FLAGS | set(QUEUE_LIMITS) == set(QUEUE_DEFAULTS)
 # Ticks closer than this keep the scheduler doing nothing but Redis round trips.
 EVERY_BOUNDS = Bounds(0.1)
 SCHEDULE_HINT = (
@@ -66,6 +68,19 @@ def check_queues(value: Any) -> Iterable[Error]:
                         f"{where} is {short(option_value)}; it must be True or False.",
                         "ON_COMMIT: True (the default) pushes a job enqueued inside "
                         "transaction.atomic() when it commits, False at once.",
+                        9,
+                    )
+                continue
+            if option in QUEUE_LIMITS:
+                bounds = QUEUE_LIMITS[option]
+                if option_value is not None and not (
+                    bounds.is_number(option_value) and bounds.contains(option_value)
+                ):
+                    yield error(
+                        f"{where} is {short(option_value)}; it must be None (no limit) or "
+                        f"{bounds.describe()}.",
+                        "TIME_LIMIT: the seconds a job may run before JobTimeLimitExceeded "
+                        "is raised in it; a job's own enqueue(time_limit=...) comes first.",
                         9,
                     )
                 continue

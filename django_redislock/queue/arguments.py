@@ -15,7 +15,9 @@ from .jobs import encoded, encoded_meta
 
 MAX_JOB_ID = 200
 MAX_DELAY = 100 * 365.25 * 86400  # seconds
-JOB_ARGUMENTS = frozenset({"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta"})
+JOB_ARGUMENTS = frozenset(
+    {"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta", "time_limit"}
+)
 
 
 def new_ids(count: int) -> Iterator[str]:

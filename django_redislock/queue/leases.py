@@ -61,6 +61,7 @@ class Leases:
         self.renew_every = renew_every
         self.stopping = stopping  # a stop request: the jobs ahead go back at once
         self.running: dict[tuple[str, str], Leased] = {}
+        self.unrenewed: set[tuple[str, str]] = set()  # running, their lease left to lapse
         self.changed = threading.Condition()  # guards running; notified as a job ends
         self.job_started = 0.0  # when the latest job started
         self.ahead: deque[Leased] = deque()
@@ -197,7 +198,14 @@ class Leases:
     def end(self, queue: Queue, job: Job) -> None:
         with self.changed:
             self.running.pop((queue.name, job.id), None)
+            self.unrenewed.discard((queue.name, job.id))
             self.changed.notify_all()
+
+    def stop_renewing(self, queue: Queue, job: Job) -> None:
+        """Let a running job's lease lapse (far past its time limit): delivered again."""
+        with self.changed:
+            if (queue.name, job.id) in self.running:
+                self.unrenewed.add((queue.name, job.id))
 
     def running_ids(self) -> list[str]:
         with self.changed:
@@ -237,7 +245,7 @@ class Leases:
     def renew(self) -> None:
         """Extend the leases of the jobs running and of those leased ahead."""
         with self.changed:
-            running = list(self.running.values())
+            running = [v for k, v in self.running.items() if k not in self.unrenewed]
         with self.held:
             leased = running + list(self.ahead)
         for queue in self.queues:

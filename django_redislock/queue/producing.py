@@ -15,6 +15,7 @@ from .arguments import JOB_ARGUMENTS, checked_job_id, job_values, new_id, new_id
 from .enqueue_scripts import ADD, ENQUEUE
 from .jobs import Job, JobState, text
 from .keys import QueueKeys
+from .limits import with_time_limit
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, described, push_at_commit
 
@@ -46,6 +47,7 @@ class Producing:
         replace: bool = False,
         meta: Mapping[str, Any] | None = None,
         db: str | None = None,
+        time_limit: float | None = None,
     ) -> Job:
         """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
         Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
@@ -54,8 +56,10 @@ class Producing:
         Inside ``transaction.atomic()`` (on ``db``; by default the default database, or the
         one database in a transaction) the job is pushed when the transaction commits, and
         never if it rolls back: the Job returned then has ``score`` and ``enqueued`` 0 (not
-        known before the push). The queue's ``ON_COMMIT: False`` pushes at once."""
+        known before the push). The queue's ``ON_COMMIT: False`` pushes at once.
+        ``time_limit``: seconds the job may run (default: the queue's ``TIME_LIMIT``)."""
         kwargs = kwargs if kwargs is not None else {}
+        meta = with_time_limit(meta, time_limit)
         fresh = job_id is None
         job_id = new_id() if job_id is None else checked_job_id(job_id)
         values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
@@ -128,7 +132,8 @@ class Producing:
                 job_id = next(ids)
             else:
                 job_id, fresh = checked_job_id(job_id), "0"
-            priority, meta = spec.get("priority", 0), spec.get("meta")
+            priority = spec.get("priority", 0)
+            meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
             flat += job_values(job_id, task, args, kwargs, priority, meta, spec.get("delay"),
                                spec.get("at"))  # fmt: skip
             made.append((job_id, task, args, kwargs, priority, meta))

@@ -3,7 +3,7 @@ made in an installed app, never anything else a path read from Redis could name)
 with the Tasks framework's signals (``run_job``), and its outcome recorded (``Runner``).
 
 Whatever a task raises (``SystemExit`` and ``KeyboardInterrupt`` included) is a failed
-attempt of that job; the worker carries on.
+attempt of that job, as is running past its time limit (``limits``); the worker carries on.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.apps import apps
 from django.db import close_old_connections
 from django.utils import timezone
 
-from ..exceptions import InvalidTask, RedisUnavailable
+from ..exceptions import InvalidTask, JobTimeLimitExceeded, RedisUnavailable
 from .core import Job, Queue
 from .task_jobs import (
     NOT_A_TASK,
@@ -37,6 +37,7 @@ from .task_jobs import (
 
 if TYPE_CHECKING:
     from .leases import Leases
+    from .limits import TimeLimits, Watch
 
 logger = logging.getLogger(__name__)
 
@@ -70,10 +71,11 @@ def _resolve(path: str) -> Any:
     return obj
 
 
-def run_job(job: Job) -> str:
+def run_job(job: Job, watch: Watch | None = None) -> str:
     """Run a leased job as its task, sending the framework's ``task_started`` and
     ``task_finished`` signals; returns the return value as JSON. Raises InvalidTask when it
-    must not run (or its value cannot be kept), else whatever the task raised."""
+    must not run (or its value cannot be kept), JobTimeLimitExceeded when it reached the
+    time limit of its ``watch``, else whatever the task raised."""
     if not job.task:
         raise InvalidTask(NOT_A_TASK)
     task = restored(resolve_task(job.task), job, None)
@@ -85,10 +87,11 @@ def run_job(job: Job) -> str:
     object.__setattr__(result, "last_attempted_at", now)
     signals.task_started.send(sender, task_result=result)
     try:
-        if task.takes_context:
-            value = task.call(TaskContext(task_result=result), *job.args, **job.kwargs)
-        else:
-            value = task.call(*job.args, **job.kwargs)
+        args = (TaskContext(task_result=result), *job.args) if task.takes_context else job.args
+        if watch is None:
+            value = task.call(*args, **job.kwargs)
+        else:  # as task.call does, under the limit
+            value = watch.call(task.func, args, job.kwargs)
         try:  # normalised as the framework's own backends do (tuples, bytes, mappings)
             text = to_json(value)
         except (TypeError, ValueError) as exc:
@@ -116,8 +119,11 @@ class Runner:
     through ``leases``, failed (retried later, or dead), or buried when it cannot run.
     ``patience``: how long an outcome is retried while Redis is away."""
 
-    def __init__(self, leases: Leases, *, patience: float, inline: bool) -> None:
+    def __init__(
+        self, leases: Leases, *, patience: float, inline: bool, limits: TimeLimits | None = None
+    ) -> None:
         self.leases, self.patience, self.inline = leases, patience, inline
+        self.limits = limits
         self.processed = self.failed = 0
 
     def run(self, queue: Queue, job: Job) -> float:
@@ -127,7 +133,8 @@ class Runner:
         close_old_connections()
         try:
             try:
-                value = run_job(job)
+                watch = None if self.limits is None else self.limits.watch(queue, job)
+                value = run_job(job, watch)
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: the task's own
                 self._failed(queue, job, exc, traceback.format_exc())
             else:
@@ -143,6 +150,9 @@ class Runner:
         if isinstance(exc, InvalidTask):
             logger.error("Job %s in %r cannot run: %s", job.id, queue.name, exc)
             record = queue.bury
+        elif isinstance(exc, JobTimeLimitExceeded):
+            logger.warning("%s", exc)  # names the job, its task and queue, and the limit
+            record = queue.fail
         else:  # the Tasks framework logs the failure with its traceback (task_finished)
             logger.info("Job %s (%s) in %r failed: %s", job.id, job.task, queue.name,
                         type(exc).__name__)  # fmt: skip

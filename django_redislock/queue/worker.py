@@ -4,8 +4,9 @@ stopped (SIGTERM/SIGINT drain the running jobs).
 
 Its parts, each started and stopped here: ``Heartbeat`` (the worker's entry in the
 registry), ``Leases`` (fetching, leasing ahead, renewing, acknowledging, giving back),
-``Runner`` (running one job as its task and recording the outcome), ``Waiter`` (sleeping
-until an enqueue or the next due job) and the ``Scheduler`` (``SCHEDULE``'s ticks).
+``Runner`` (running one job as its task and recording the outcome), ``TimeLimits`` (each
+job's soft time limit), ``Waiter`` (sleeping until an enqueue or the next due job) and the
+``Scheduler`` (``SCHEDULE``'s ticks).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..redis.durability import redis_durability_warnings
 from .background import Background
 from .core import Job, Queue, get_queue
 from .leases import Leases
+from .limits import TimeLimits, queue_time_limits
 from .registry import Heartbeat
 from .runner import Runner
 from .schedule import Scheduler
@@ -104,7 +106,8 @@ class Worker:
         inline = concurrency == 1
         self.leases = Leases(self.queues, self.id, one_at_a_time=inline, renew_every=beat,
                              stopping=self.stopping)  # fmt: skip
-        self.runner = Runner(self.leases, patience=lease, inline=inline)
+        self.limits = TimeLimits(queue_time_limits(self.queues), self.leases.stop_renewing)
+        self.runner = Runner(self.leases, patience=lease, inline=inline, limits=self.limits)
         self.waiter = Waiter(self.client, [queue.keys.wake for queue in self.queues])
         self.tracker = Heartbeat(self.client, self.id, beat, self.describe)
         # Every worker started with schedule=True also enqueues the SCHEDULE's ticks.
@@ -144,6 +147,7 @@ class Worker:
                 logger.warning("%s (%s) %s", warning.msg, warning.id, warning.hint or "")
             self._install_signals()
             self.leases.start()
+            self.limits.start()
             if self.scheduler is not None:
                 scheduling = Background("redislock-schedule", self.scheduler.run,
                                         stopped=self.stopping)  # fmt: skip
@@ -156,6 +160,7 @@ class Worker:
             self.stopping.set()
             if scheduling is not None:
                 scheduling.stop()
+            self.limits.stop()
             self.leases.stop()
             self.waiter.stop()
             self.tracker.stop()

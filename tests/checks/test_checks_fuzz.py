@@ -53,6 +53,7 @@ VALID_KEYS = {
 VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS if option != "ON_COMMIT"} | {
     ("ON_COMMIT", "True"),
     ("ON_COMMIT", "False"),
+    ("TIME_LIMIT", "None"),  # no limit
 }
 VALID_ENTRY_OPTIONS = {
     ("every", "int"),

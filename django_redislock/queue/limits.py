@@ -1,0 +1,290 @@
+"""Soft time limits of the jobs a worker runs: a queue's ``TIME_LIMIT``, or a job's own
+``time_limit`` (kept in its metadata under ``META_KEY``).
+
+When a job runs past its limit, ``JobTimeLimitExceeded`` is raised inside the thread that
+runs it (CPython's ``PyThreadState_SetAsyncExc``), so that its ``finally`` blocks run; an
+async task function's coroutine is cancelled instead. The exception is raised at the next
+bytecode the thread runs: a job blocked in C (a long ``time.sleep``, a socket read without a
+timeout, a C extension's loop) sees it only when that returns. Only a process can be stopped
+for sure: a hard limit needs the job in a child process that can be killed.
+
+A job still running ``GRACE`` seconds after its limit (it swallowed the exception, or is
+stuck in C) is reported, and its lease is no longer renewed: the job is delivered again once
+the lease runs out (at-least-once), as if its worker had died, instead of being held forever
+by a thread that may never come back.
+
+The handshake: a watch's ``gate`` is taken once, either by the watcher (the limit fires) or
+by the job's thread as its function ends (it can no longer fire). When the watcher took it,
+the job's thread waits until the exception was sent, then clears it if it was not delivered:
+nothing can reach the worker's own code after the job's function returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from asgiref.sync import async_to_sync, iscoroutinefunction
+
+from ..conf import conf
+from ..exceptions import JobTimeLimitExceeded
+from .background import Background
+from .jobs import Job
+
+if TYPE_CHECKING:
+    from .core import Queue
+
+logger = logging.getLogger(__name__)
+
+META_KEY = "time_limit"  # a job's own limit, in its metadata (reserved, as "backend" is)
+MAX_TIME_LIMIT = 365 * 86400.0  # a year: more is a typo (or milliseconds)
+GRACE = 10.0  # seconds after its limit a job may take to clean up before its lease lapses
+IDLE = 1.0  # longest sleep of the watcher with nothing to watch (it is woken on a new job)
+
+_set_async_exc: Any = None
+_clear_async_exc: Any = None
+if hasattr(ctypes, "pythonapi"):  # CPython
+    _api = ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+    _set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(_api)
+    _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(_api)
+
+
+def checked_time_limit(value: Any, name: str = "time_limit") -> float | None:
+    """``value`` as a time limit in seconds (None: none); TypeError or ValueError naming
+    ``name`` otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}.")
+    if not 0 < value <= MAX_TIME_LIMIT:  # NaN fails too
+        raise ValueError(f"{name} must be > 0 and at most {MAX_TIME_LIMIT:.0f} s (a year), "
+                         f"not {value!r}.")  # fmt: skip
+    return float(value)
+
+
+def with_time_limit(meta: Any, time_limit: Any) -> Any:
+    """A job's ``meta`` carrying ``time_limit`` (checked) under ``META_KEY``. A limit already
+    in ``meta`` (a job's meta enqueued again) is checked too; ``time_limit`` replaces it. A
+    ``meta`` of the wrong type is left for ``encoded_meta`` to refuse."""
+    seconds = checked_time_limit(time_limit)
+    if not isinstance(meta, Mapping):
+        return meta if seconds is None or meta is not None else {META_KEY: time_limit}
+    if seconds is None:
+        if META_KEY in meta:
+            checked_time_limit(meta[META_KEY], f"meta[{META_KEY!r}]")
+        return meta
+    return {**meta, META_KEY: time_limit}
+
+
+def queue_time_limits(queues: Sequence[Queue]) -> dict[str, float | None]:
+    """Each queue's ``TIME_LIMIT``, checked (ValueError or TypeError naming the setting)."""
+    options = conf.QUEUES
+    return {q.name: checked_time_limit(options[q.name].get("TIME_LIMIT"),
+                                       f"REDISLOCK['QUEUES'][{q.name!r}]['TIME_LIMIT']")
+            for q in queues}  # fmt: skip
+
+
+def job_time_limit(job: Job, default: float | None) -> float | None:
+    """The limit ``job`` runs under: its own, else its queue's ``default``."""
+    own = job.meta.get(META_KEY)
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 < own < math.inf:
+        return float(own)
+    return default
+
+
+class Watch:
+    """One running job's limit: ``call`` runs its function under it, in the calling thread."""
+
+    def __init__(self, limits: TimeLimits, queue: Queue, job: Job, seconds: float) -> None:
+        self.limits, self.queue, self.job, self.seconds = limits, queue, job, seconds
+        self.deadline = time.monotonic() + seconds
+        self.gate = threading.Lock()  # taken once: by the watcher, or as the function ends
+        self.sent = False  # the watcher raised (or cancelled) in the job
+        self.warned = False
+        self.thread_id = 0
+        self.cancel: Callable[[], Any] | None = None  # an async job's: cancels its coroutine
+
+    def message(self) -> str:
+        return (f"Job {self.job.id} ({self.job.task}) in {self.queue.name!r} ran past its "
+                f"time limit of {self.seconds:g} s.")  # fmt: skip
+
+    def call(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """``func(*args, **kwargs)`` under the limit; raises JobTimeLimitExceeded when the
+        limit was reached, whatever the function did then."""
+        if iscoroutinefunction(func):
+            return async_to_sync(self._call_async)(func, args, kwargs)
+        self.thread_id = threading.get_ident()
+        fired = False
+        try:
+            try:
+                self.limits.add(self)
+                value = func(*args, **kwargs)
+            finally:
+                # The exception may arrive anywhere until _settle returns (once at most):
+                # here too, or on entering _settle; then it is settled again.
+                while True:
+                    try:
+                        fired = self._settle()
+                        break
+                    except JobTimeLimitExceeded:
+                        pass
+        except BaseException as exc:
+            if not fired:
+                raise
+            self._exceeded(exc)
+        if fired:
+            self._exceeded(None)
+        return value
+
+    def _settle(self) -> bool:
+        """In the job's thread, its function done: True if the limit fired. No exception of
+        the watcher's can reach the thread once this returned."""
+        if self.gate.acquire(blocking=False):  # the limit can no longer fire
+            self.limits.remove(self)
+            return False
+        while not self.sent:  # the watcher is sending it: microseconds
+            time.sleep(0.0001)
+        if _clear_async_exc is not None:  # if not delivered yet, it never will be
+            _clear_async_exc(self.thread_id, None)
+        self.limits.remove(self)
+        return True
+
+    async def _call_async(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        running = asyncio.ensure_future(func(*args, **kwargs))
+        loop = asyncio.get_running_loop()
+        self.cancel = lambda: loop.call_soon_threadsafe(running.cancel)
+        self.limits.add(self)
+        try:
+            value = await running
+        except BaseException as exc:
+            if not self._settle_async():
+                raise
+            self._exceeded(exc)
+        if self._settle_async():
+            self._exceeded(None)
+        return value
+
+    def _settle_async(self) -> bool:  # a cancel arriving after the end does nothing
+        fired = not self.gate.acquire(blocking=False)
+        self.limits.remove(self)
+        return fired
+
+    def _exceeded(self, exc: BaseException | None) -> NoReturn:
+        """Fail the attempt with the limit: the exception raised in the job, now saying
+        which job and limit, or a new one (the job swallowed it, or raised another)."""
+        if isinstance(exc, JobTimeLimitExceeded):
+            exc.args = (self.message(),)
+            raise exc
+        raise JobTimeLimitExceeded(self.message()) from exc
+
+    def fire(self) -> None:
+        """In the watcher's thread: raise in the job, unless it just ended."""
+        if not self.gate.acquire(blocking=False):
+            return
+        try:
+            if self.cancel is not None:
+                self.cancel()
+            elif _set_async_exc is not None:
+                _set_async_exc(self.thread_id, JobTimeLimitExceeded)
+            else:
+                logger.warning("Job %s ran past its time limit; only CPython can interrupt "
+                               "it.", self.job.id)  # fmt: skip
+        except RuntimeError:  # an async job's loop closed: the job ended meanwhile
+            pass
+        finally:
+            self.sent = True
+
+
+class TimeLimits:
+    """The limits of the jobs a worker runs, watched by one thread. ``defaults``: each
+    queue's ``TIME_LIMIT``; ``overdue(queue, job)`` is called for a job still running
+    ``GRACE`` seconds past its limit."""
+
+    def __init__(
+        self, defaults: Mapping[str, float | None], overdue: Callable[[Queue, Job], None]
+    ) -> None:
+        self.defaults, self.overdue = dict(defaults), overdue
+        self.watches: dict[int, Watch] = {}
+        self.wakes_at = 0.0  # when the watcher wakes next (monotonic)
+        self.changed = threading.Condition()
+        self.stopped = threading.Event()
+        self.thread = Background("redislock-limits", self._watch, stopped=self.stopped,
+                                 daemon=True)  # fmt: skip
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        with self.changed:
+            self.changed.notify_all()
+        self.thread.stop()
+
+    def watch(self, queue: Queue, job: Job) -> Watch | None:
+        """The watch ``job`` runs under, or None when it has no limit."""
+        seconds = job_time_limit(job, self.defaults.get(queue.name))
+        return None if seconds is None else Watch(self, queue, job, seconds)
+
+    def add(self, watch: Watch) -> None:
+        with self.changed:
+            self.watches[id(watch)] = watch
+            if watch.deadline < self.wakes_at:  # else the watcher wakes in time: let it be
+                self.changed.notify_all()
+
+    def remove(self, watch: Watch) -> None:
+        with self.changed:
+            self.watches.pop(id(watch), None)
+
+    def _watch(self, stopped: threading.Event) -> None:
+        while not stopped.is_set():
+            try:
+                self._tick()
+            except Exception:  # a bug: the limits must be watched all the same
+                logger.exception("Watching the jobs' time limits failed")
+                stopped.wait(IDLE)
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        with self.changed:
+            watches = list(self.watches.values())
+        soonest = now + IDLE
+        for watch in watches:
+            if not watch.sent:
+                if now >= watch.deadline:
+                    watch.fire()
+                else:
+                    soonest = min(soonest, watch.deadline)
+            elif not watch.warned:
+                if now >= watch.deadline + GRACE:
+                    watch.warned = True
+                    self._overdue(watch)
+                else:
+                    soonest = min(soonest, watch.deadline + GRACE)
+        with self.changed:  # a job added since the copy above is seen here, or notifies
+            if self.stopped.is_set():
+                return
+            for watch in self.watches.values():
+                if not watch.sent:
+                    soonest = min(soonest, watch.deadline)
+            self.wakes_at = soonest
+            self.changed.wait(max(0.0, soonest - time.monotonic()))
+            self.wakes_at = 0.0
+
+    def _overdue(self, watch: Watch) -> None:
+        with self.changed:
+            if id(watch) not in self.watches:
+                return  # it ended meanwhile
+        logger.warning(
+            "Job %s (%s) in %r is still running %g s past its time limit of %g s: it ignores "
+            "JobTimeLimitExceeded, or is blocked in C code. Its lease is no longer renewed: "
+            "it will be delivered again when the lease runs out. Stopping it for sure needs "
+            "a hard limit (process mode).",
+            watch.job.id, watch.job.task, watch.queue.name, GRACE, watch.seconds,
+        )  # fmt: skip
+        self.overdue(watch.queue, watch.job)
