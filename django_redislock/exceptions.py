@@ -79,3 +79,13 @@ class JobTimeLimitExceeded(BaseException):
 
     def __str__(self) -> str:
         return super().__str__() or "The job ran past its time limit."
+
+
+class JobCancelled(BaseException):
+    """Raised inside a running job that ``queue.cancel(job_id)`` asked to stop (at its
+    worker's next lease renewal), so that it can clean up. A ``BaseException`` for the same
+    reason as ``JobTimeLimitExceeded``. The job ends dead as cancelled (who asked is in its
+    error), and is never run again."""
+
+    def __str__(self) -> str:
+        return super().__str__() or "The job was cancelled."

@@ -66,3 +66,17 @@ async def asleep(n: int, seconds: float) -> int:
         return n
     finally:
         get_redis().rpush(CLEANED, n)
+
+
+@task()
+def deaf(n: int, seconds: float) -> int:
+    """Swallows whatever is raised in it (a cancel too) and runs on for ``seconds`` in all,
+    then returns as if nothing happened."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            _loop_until(end)
+        except BaseException:
+            get_redis().rpush(SWALLOWED, n)
+    get_redis().rpush(FINISHED, n)
+    return n

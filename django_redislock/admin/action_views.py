@@ -42,7 +42,7 @@ class ActionViews(Rendering):
     def action_view(self, request: HttpRequest, action: str) -> HttpResponse:
         act, fields, back = self._asked(request, action, request.POST)
         try:
-            done = act.perform(fields)
+            done = act.perform({**fields, "user": request.user.get_username()})
         except Gone as gone:
             messages.warning(request, str(gone))
         except REDIS_ERRORS as exc:

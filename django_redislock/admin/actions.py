@@ -210,6 +210,24 @@ def _delete(t: Mapping[str, str]) -> str:
     return f"Job “{t['job']}” of queue “{queue.name}” was deleted."
 
 
+def _describe_cancel(t: Mapping[str, str]) -> dict[str, Any]:
+    queue, job = _job(t, JobState.RUNNING)
+    return {
+        "summary": f"Stop running job “{job.id}” ({job.task}) of queue “{queue.name}”: its "
+        "worker raises JobCancelled in it at its next lease renewal; it ends dead as "
+        "cancelled, and is never run again.",
+        "job": job,
+    }
+
+
+def _cancel(t: Mapping[str, str]) -> str:
+    queue, job = _job(t, JobState.RUNNING)
+    who = f"admin {t.get('user') or '?'}".replace("|", "/")[:200]
+    if not queue._cancel(job.id, "", JobState.RUNNING.letter, who):  # only while running
+        raise Gone(f"Job “{job.id}” was not running any more; nothing was done.")
+    return f"Job “{job.id}” of queue “{queue.name}” was asked to stop."
+
+
 def _describe_purge(t: Mapping[str, str]) -> dict[str, Any]:
     dead = get_queue(t["queue"]).counts()[JobState.DEAD]
     if not dead:
@@ -248,6 +266,7 @@ ACTIONS = {
                                 _describe_release_semaphore, _release_semaphore, _as_semaphore),
     "run": Action("Run now", MANAGE, CHANGE, JOB, _describe_run, _run, _as_job),
     "retry": Action("Retry", MANAGE, CHANGE, JOB, _describe_retry, _retry, _as_job),
+    "cancel": Action("Stop", MANAGE, CHANGE, JOB, _describe_cancel, _cancel, _as_job),
     "delete": Action("Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, _as_job,
                      optional=("state",)),
     "purge": Action("Purge dead jobs", MANAGE, DELETION, ("queue",), _describe_purge, _purge,
@@ -257,6 +276,6 @@ ACTIONS = {
 JOB_ACTIONS: dict[str, tuple[str, ...]] = {
     JobState.READY: ("delete",),
     JobState.SCHEDULED: ("run", "delete"),
-    JobState.RUNNING: (),
+    JobState.RUNNING: ("cancel",),
     JobState.DEAD: ("retry", "delete"),
 }

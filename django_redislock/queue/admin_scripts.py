@@ -7,9 +7,11 @@ from .lua import script
 
 # KEYS: the fixed keys, KEYS[7] the job's key, KEYS[8] its corrupt key.  ARGV[1] id
 # ARGV[2] due (epoch ms) it must still have, or ""  ARGV[3] the state letters it may be in
-# (cancel: ready, scheduled; delete: also dead)
-# Deletes the job. 1, or 0 when missing, running, in another state or since rescheduled.
-# A dead id whose key is not a hash is deleted too (delete cleans up what POP set aside).
+# (cancel: ready, scheduled, running; delete: ready, scheduled, dead)  ARGV[4] who cancels
+# Deletes the job: 1; or, running (and ARGV[4] given), marks it asked to stop: 2 (its worker
+# stops it; it is then dead as cancelled, never run again); 0 when missing, in another
+# state or since rescheduled. A dead id whose key is not a hash is deleted too (delete
+# cleans up what POP set aside).
 CANCEL = script(
     "cancel",
     """
@@ -23,6 +25,13 @@ if not ok or not f[1] then
   redis.call('ZREM', DEAD, id)
   redis.call('DEL', key, corrupt)
   return 1
+end
+if f[1] == S.running and ARGV[4] ~= '' and string.find(ARGV[3], S.running, 1, true) then
+  -- Asked to stop: its worker sees it at its next lease renewal; never run again.
+  local t = redis.call('TIME')
+  redis.call('HSET', key, F.cancel, ARGV[4] .. '|' .. (t[1] * 1000 + math.floor(t[2] / 1000)))
+  redis.call('HDEL', key, F.next_task, F.next_args)  -- nor its follow-up, if one was asked
+  return 2
 end
 if not SETS[f[1]] or not string.find(ARGV[3], f[1], 1, true) then return 0 end
 if ARGV[2] ~= '' and f[2] ~= ARGV[2] then return 0 end

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +14,7 @@ from ..redis.clients import get_redis, run_script
 from ..redis.scripts import LuaScript
 from .arguments import MAX_DELAY, checked_delay
 from .calls import WorkerCalls
-from .jobs import Job, attempt_error, error_text, text, trimmed
+from .jobs import Job, JobState, attempt_error, error_text, text, trimmed
 from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
@@ -58,9 +60,18 @@ class Queue(Producing, WorkerCalls, Operations):
         hash tag, so the script runs on Redis Cluster)."""
         return run_script(self.client, script, (*self.keys.fixed, *keys), args)
 
-    def cancel(self, job_id: str, score: int | None = None) -> bool:
-        """Delete a ready or scheduled job; with ``score``, only if still due at that time."""
-        return self._cancel(job_id, "" if score is None else int(score), CANCELLABLE)
+    def cancel(self, job_id: str, score: int | None = None, *, by: str | None = None) -> bool:
+        """Delete a ready or scheduled job; with ``score``, only if still due at that time.
+        A running job is asked to stop (``by``: who asks, kept with it; default this host
+        and process): its worker raises ``JobCancelled`` in it at its next lease renewal,
+        and it ends dead as cancelled, never run again. False when there was nothing to
+        cancel."""
+        if score is not None:
+            return self._cancel(job_id, int(score), CANCELLABLE)
+        who = by if by is not None else f"{socket.gethostname()} pid {os.getpid()}"
+        if not isinstance(who, str) or not who or "|" in who or len(who) > 200:
+            raise ValueError("by must be a non-empty str of at most 200 characters, no '|'.")
+        return self._cancel(job_id, "", CANCELLABLE + JobState.RUNNING.letter, who)
 
     # --- consuming ---------------------------------------------------------------------
 
@@ -161,12 +172,19 @@ class Queue(Producing, WorkerCalls, Operations):
 
     def renew(self, jobs: Sequence[Job], lease: float | None = None) -> list[str]:
         """Extend the leases of popped jobs; returns the ids whose lease was already lost."""
+        return self.renew_leases(jobs, lease)[0]
+
+    def renew_leases(
+        self, jobs: Sequence[Job], lease: float | None = None
+    ) -> tuple[list[str], list[str]]:
+        """``renew``; and the ids of the jobs asked to stop (cancelled while running)."""
         if not jobs:
-            return []
+            return [], []
         lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
         pairs = [v for job in jobs for v in (job.id, job.lease or "")]
         keys = self.keys.jobs([job.id for job in jobs])
-        return [text(job_id) for job_id in self.run(RENEW, keys, (lease_ms, *pairs))]
+        lost, asked = self.run(RENEW, keys, (lease_ms, *pairs))
+        return [text(i) for i in lost], [text(i) for i in asked]
 
 
 def get_queue(name: str = "default", using: str | None = None) -> Queue:

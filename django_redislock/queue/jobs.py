@@ -80,6 +80,7 @@ class Field:
     NEXT_PRIORITY = "np"
     NEXT_DUE = "nd"  # epoch ms
     NEXT_ENQUEUED = "ne"  # epoch ms
+    CANCEL = "cx"  # a running job asked to stop: "who asked, epoch ms"
 
     @classmethod
     def names(cls) -> dict[str, str]:

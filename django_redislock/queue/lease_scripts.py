@@ -27,8 +27,12 @@ local now = false
 for _, b in ipairs(back) do
   local j, key, f = b[1], b[2], b[3]
   local id, follow = ARGV[2 * j - 1], next_run(key)
+  local asked = redis.call('HGET', key, F.cancel)
   redis.call('ZREM', RUN, id)
-  if follow then  -- never started; a follow-up was asked for meanwhile: it runs instead
+  if asked then  -- cancelled before it started
+    now = now or now_ms()
+    bury_cancelled(key, id, now, asked)
+  elseif follow then  -- never started; a follow-up was asked for meanwhile: it runs instead
     now = now or now_ms()
     run_next(key, id, follow, now)
   else
@@ -62,7 +66,12 @@ local id, key, delay, worker = ARGV[1], KEYS[7], tonumber(ARGV[3]), ARGV[8]
 local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers)
 if not ok or f[1] ~= ARGV[2] then return 0 end
 local now, follow = now_ms(), next_run(key)
+local asked = redis.call('HGET', key, F.cancel)
 redis.call('ZREM', RUN, id)
+if asked then  -- it was asked to stop: whatever its worker says, never run again
+  bury_cancelled(key, id, now, asked)
+  return 1
+end
 if follow then  -- a follow-up was asked for while it ran: it runs instead of a retry
   run_next(key, id, follow, now)
   return 1
@@ -91,21 +100,23 @@ return 1
 )
 
 # KEYS: the fixed keys, then each job's key.  ARGV[1] lease ms, then pairs of id, lease token
-# Renews the leases still held; returns the ids whose lease was lost.
+# Renews the leases still held; returns {the ids whose lease was lost, the ids of those
+# asked to stop (cancelled while running)}.
 RENEW = script(
     "renew",
     """
 local lease = tonumber(ARGV[1])
-local now, lost = now_ms(), {}
+local now, lost, asked = now_ms(), {}, {}
 for j = 1, (#ARGV - 1) / 2 do
   local id = ARGV[2 * j]
-  local ok, l = pcall(redis.call, 'HGET', KEYS[6 + j], F.lease)
-  if ok and l == ARGV[2 * j + 1] then
+  local ok, f = pcall(redis.call, 'HMGET', KEYS[6 + j], F.lease, F.cancel)
+  if ok and f[1] == ARGV[2 * j + 1] then
     redis.call('ZADD', RUN, 'XX', now + lease, id)
+    if f[2] then asked[#asked + 1] = id end
   else
     lost[#lost + 1] = id
   end
 end
-return lost
+return {lost, asked}
 """,
 )

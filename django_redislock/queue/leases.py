@@ -60,6 +60,8 @@ class Leases:
         self.one_at_a_time = one_at_a_time
         self.renew_every = renew_every
         self.stopping = stopping  # a stop request: the jobs ahead go back at once
+        # Called with (queue, job id) for a running job asked to stop (the Worker's limits).
+        self.on_cancel: Callable[[Queue, str], object] = lambda queue, job_id: None
         self.running: dict[tuple[str, str], Leased] = {}
         self.unrenewed: set[tuple[str, str]] = set()  # running, their lease left to lapse
         self.changed = threading.Condition()  # guards running; notified as a job ends
@@ -249,7 +251,9 @@ class Leases:
         with self.held:
             leased = running + list(self.ahead)
         for queue in self.queues:
-            lost = queue.renew([job for q, job in leased if q is queue])
+            lost, asked = queue.renew_leases([job for q, job in leased if q is queue])
+            for job_id in asked:  # cancelled while running: stopped (see Worker)
+                self.on_cancel(queue, job_id)
             if lost:
                 with self.changed:  # a job finished since the copy above was not lost
                     lost = [i for i in lost if (queue.name, i) in self.running]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from asgiref.sync import async_to_sync, iscoroutinefunction
 
 from ..conf import conf
-from ..exceptions import JobTimeLimitExceeded
+from ..exceptions import JobCancelled, JobTimeLimitExceeded
 from .background import Background
 from .jobs import Job
 
@@ -109,6 +109,7 @@ class Watch:
         self.warned = False
         self.thread_id = 0
         self.cancel: Callable[[], Any] | None = None  # an async job's: cancels its coroutine
+        self.kind: type[BaseException] = JobTimeLimitExceeded  # what fire() raised
 
     def message(self) -> str:
         return (f"Job {self.job.id} ({self.job.task}) in {self.queue.name!r} ran past its "
@@ -132,7 +133,7 @@ class Watch:
                     try:
                         fired = self._settle()
                         break
-                    except JobTimeLimitExceeded:
+                    except (JobTimeLimitExceeded, JobCancelled):
                         pass
         except BaseException as exc:
             if not fired:
@@ -176,25 +177,32 @@ class Watch:
         return fired
 
     def _exceeded(self, exc: BaseException | None) -> NoReturn:
-        """Fail the attempt with the limit: the exception raised in the job, now saying
-        which job and limit, or a new one (the job swallowed it, or raised another)."""
-        if isinstance(exc, JobTimeLimitExceeded):
-            exc.args = (self.message(),)
+        """Fail the attempt with what fired (the limit, or a cancel): the exception raised
+        in the job, now saying which job, or a new one (the job swallowed it, or raised
+        another)."""
+        kind = self.kind
+        message = self.message() if kind is JobTimeLimitExceeded else (
+            f"Job {self.job.id} ({self.job.task}) in {self.queue.name!r} was cancelled."
+        )  # fmt: skip
+        if isinstance(exc, kind):
+            exc.args = (message,)
             raise exc
-        raise JobTimeLimitExceeded(self.message()) from exc
+        raise kind(message) from exc
 
-    def fire(self) -> None:
-        """In the watcher's thread: raise in the job, unless it just ended."""
+    def fire(self, kind: type[BaseException] = JobTimeLimitExceeded) -> None:
+        """In the watcher's (or the renewer's) thread: raise ``kind`` in the job, unless it
+        just ended or another reason already fired."""
         if not self.gate.acquire(blocking=False):
             return
+        self.kind = kind
         try:
             if self.cancel is not None:
                 self.cancel()
             elif _set_async_exc is not None:
-                _set_async_exc(self.thread_id, JobTimeLimitExceeded)
+                _set_async_exc(self.thread_id, kind)
             else:
-                logger.warning("Job %s ran past its time limit; only CPython can interrupt "
-                               "it.", self.job.id)  # fmt: skip
+                logger.warning("Job %s was to be stopped (%s); only CPython can interrupt "
+                               "it.", self.job.id, kind.__name__)  # fmt: skip
         except RuntimeError:  # an async job's loop closed: the job ended meanwhile
             pass
         finally:
@@ -226,10 +234,23 @@ class TimeLimits:
             self.changed.notify_all()
         self.thread.stop()
 
-    def watch(self, queue: Queue, job: Job) -> Watch | None:
-        """The watch ``job`` runs under, or None when it has no limit."""
+    def watch(self, queue: Queue, job: Job) -> Watch:
+        """The watch ``job`` runs under: its time limit (``math.inf`` for none), and the
+        way ``cancel`` reaches it."""
         seconds = job_time_limit(job, self.defaults.get(queue.name))
-        return None if seconds is None else Watch(self, queue, job, seconds)
+        return Watch(self, queue, job, math.inf if seconds is None else seconds)
+
+    def cancel(self, queue: Queue, job_id: str) -> bool:
+        """Raise ``JobCancelled`` in the running job ``job_id`` of ``queue`` (asked to stop
+        by ``queue.cancel``); False when it is not running here."""
+        with self.changed:
+            found = [w for w in self.watches.values()
+                     if w.job.id == job_id and w.queue.name == queue.name]  # fmt: skip
+        for watch in found:
+            logger.info("Job %s (%s) in %r was cancelled: stopping it.", job_id,
+                        watch.job.task, queue.name)  # fmt: skip
+            watch.fire(JobCancelled)
+        return bool(found)
 
     def add(self, watch: Watch) -> None:
         with self.changed:

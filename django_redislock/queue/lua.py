@@ -93,6 +93,16 @@ local function bury(key, id, now, err, corrupt)
   redis.call('ZADD', DEAD, now, id)
 end
 
+-- Bury job ``id`` as cancelled (``asked``: the cancel field, "who|ms"): never run again.
+local function bury_cancelled(key, id, now, asked, why)
+  local who = string.match(asked, '^(.*)|') or asked
+  redis.call('HDEL', key, F.lease, F.worker, F.started_lease, F.next_task)
+  redis.call('HSET', key, F.state, S.dead, F.finished, now, F.error,
+             'Cancelled by ' .. who .. (why or '') .. '.', F.error_class,
+             'django_redislock.exceptions.JobCancelled', F.traceback, '')
+  redis.call('ZADD', DEAD, now, id)
+end
+
 -- Leave ``n`` wake-up tokens for the workers blocked on the queue. Past 128 tokens (no
 -- worker is taking them) the list is cut back to 64: one LTRIM per 64 wake-ups at most.
 local function wake(n)

@@ -105,9 +105,9 @@ class Operations:
         """Delete a ready, scheduled or dead job; False when it is missing or running."""
         return self._cancel(job_id, "", DELETABLE)
 
-    def _cancel(self, job_id: str, score: int | str, states: str) -> bool:
+    def _cancel(self, job_id: str, score: int | str, states: str, by: str = "") -> bool:
         keys = [self.keys.job(job_id), self.keys.corrupt(job_id)]
-        return bool(self.run(CANCEL, keys, [job_id, score, states]))
+        return bool(self.run(CANCEL, keys, [job_id, score, states, by]))
 
     def purge(self, state: str, batch: int = 1000) -> int:
         """Delete every job in ``state``, ``batch`` per atomic step; returns how many."""

@@ -21,7 +21,7 @@ from django.apps import apps
 from django.db import close_old_connections
 from django.utils import timezone
 
-from ..exceptions import InvalidTask, JobTimeLimitExceeded, RedisUnavailable
+from ..exceptions import InvalidTask, JobCancelled, JobTimeLimitExceeded, RedisUnavailable
 from .core import Job, Queue
 from .task_jobs import (
     NOT_A_TASK,
@@ -150,8 +150,10 @@ class Runner:
         if isinstance(exc, InvalidTask):
             logger.error("Job %s in %r cannot run: %s", job.id, queue.name, exc)
             record = queue.bury
-        elif isinstance(exc, JobTimeLimitExceeded):
-            logger.warning("%s", exc)  # names the job, its task and queue, and the limit
+        elif isinstance(exc, (JobTimeLimitExceeded, JobCancelled)):
+            # names the job, its task and queue, and the limit; a cancelled job is buried as
+            # such by Redis, whatever is recorded here
+            logger.warning("%s", exc)
             record = queue.fail
         else:  # the Tasks framework logs the failure with its traceback (task_finished)
             logger.info("Job %s (%s) in %r failed: %s", job.id, job.task, queue.name,

@@ -75,13 +75,16 @@ if run_at and run_at <= now then
   for _, id in ipairs(mine(redis.call('ZRANGEBYSCORE', RUN, '-inf', now, 'LIMIT', 0, 100))) do
     redis.call('ZREM', RUN, id)
     local key = KEYS[given[id]]
-    local ok, f = pcall(redis.call, 'HMGET', key, F.attempts, F.lease, F.started_lease, F.task)
+    local ok, f = pcall(redis.call, 'HMGET', key, F.attempts, F.lease, F.started_lease, F.task,
+                        F.cancel)
     if not ok then
       local aside = KEYS[given[id] + 1]
       bury(key, id, now, 'The job in Redis is not a hash; it was set aside as ' .. aside .. '.',
         aside)
     elseif not f[4] then
       bury(key, id, now, 'The job\\'s data was missing from Redis when its lease ran out.', false)
+    elseif f[5] then  -- asked to stop, and its worker is gone (or hung): never run again
+      bury_cancelled(key, id, now, f[5], '; its lease ran out before its worker stopped it')
     elseif next_run(key) then  -- a follow-up was asked for while it ran: it runs instead
       run_next(key, id, next_run(key), now)
     else

@@ -107,6 +107,7 @@ class Worker:
         self.leases = Leases(self.queues, self.id, one_at_a_time=inline, renew_every=beat,
                              stopping=self.stopping)  # fmt: skip
         self.limits = TimeLimits(queue_time_limits(self.queues), self.leases.stop_renewing)
+        self.leases.on_cancel = self.limits.cancel  # queue.cancel() of a running job
         self.runner = Runner(self.leases, patience=lease, inline=inline, limits=self.limits)
         self.waiter = Waiter(self.client, [queue.keys.wake for queue in self.queues])
         self.tracker = Heartbeat(self.client, self.id, beat, self.describe)

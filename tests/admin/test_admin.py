@@ -295,6 +295,26 @@ def test_a_running_job_is_not_deleted(queue: Queue, admin_client: Client) -> Non
     assert not LogEntry.objects.exists()
 
 
+def test_stop_asks_a_running_job_to_stop_and_names_the_admin(
+    queue: Queue, admin_client: Client
+) -> None:
+    queue.enqueue("tests.tasks.record", job_id="busy")
+    [job] = queue.pop(worker="w1")
+    page = admin_client.get(url("jobs", "default", "running"))
+    assert "Stop" in html(page)
+    done = confirm_and_post(admin_client, "cancel", queue="default", job="busy")
+    assert "was asked to stop" in html(done)
+    assert LogEntry.objects.get().action_flag == CHANGE
+    assert queue.renew_leases([job])[1] == ["busy"]  # its worker is told at its renewal
+    queue.fail(job, "JobCancelled: stopped")
+    dead = queue.get("busy")
+    assert dead.state == "dead"
+    assert dead.error.startswith("Cancelled by admin ")
+    again = admin_client.post(url("action", "cancel"), {"queue": "default", "job": "busy"},
+                              follow=True)  # fmt: skip
+    assert "is dead now" in html(again)  # nothing more to stop
+
+
 def test_purge_deletes_every_dead_job(queue: Queue, admin_client: Client) -> None:
     for i in range(3):
         dead_job(queue, f"dead-{i}")
