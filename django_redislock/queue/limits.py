@@ -106,6 +106,7 @@ class Watch:
         self.deadline = time.monotonic() + seconds
         self.gate = threading.Lock()  # taken once: by the watcher, or as the function ends
         self.sent = False  # the watcher raised (or cancelled) in the job
+        self.sent_at = math.inf  # when (monotonic)
         self.warned = False
         self.thread_id = 0
         self.cancel: Callable[[], Any] | None = None  # an async job's: cancels its coroutine
@@ -206,6 +207,7 @@ class Watch:
         except RuntimeError:  # an async job's loop closed: the job ended meanwhile
             pass
         finally:
+            self.sent_at = time.monotonic()
             self.sent = True
 
 
@@ -281,12 +283,12 @@ class TimeLimits:
                     watch.fire()
                 else:
                     soonest = min(soonest, watch.deadline)
-            elif not watch.warned:
-                if now >= watch.deadline + GRACE:
+            elif not watch.warned:  # GRACE after the limit fired, or a cancel was sent
+                if now >= watch.sent_at + GRACE:
                     watch.warned = True
                     self._overdue(watch)
                 else:
-                    soonest = min(soonest, watch.deadline + GRACE)
+                    soonest = min(soonest, watch.sent_at + GRACE)
         with self.changed:  # a job added since the copy above is seen here, or notifies
             if self.stopped.is_set():
                 return
@@ -302,10 +304,11 @@ class TimeLimits:
             if id(watch) not in self.watches:
                 return  # it ended meanwhile
         logger.warning(
-            "Job %s (%s) in %r is still running %g s past its time limit of %g s: it ignores "
-            "JobTimeLimitExceeded, or is blocked in C code. Its lease is no longer renewed: "
-            "it will be delivered again when the lease runs out. Stopping it for sure needs "
-            "a hard limit (process mode).",
-            watch.job.id, watch.job.task, watch.queue.name, GRACE, watch.seconds,
+            "Job %s (%s) in %r is still running %g s after its %s: it ignores %s, or is "
+            "blocked in C code. Its lease is no longer renewed (it will be delivered again "
+            "when the lease runs out); in process mode its worker process is ended.",
+            watch.job.id, watch.job.task, watch.queue.name, GRACE,
+            "time limit" if watch.kind is JobTimeLimitExceeded else "cancel",
+            watch.kind.__name__,
         )  # fmt: skip
         self.overdue(watch.queue, watch.job)

@@ -26,6 +26,9 @@ logger = logging.getLogger("django_redislock.worker")
 MAX_PROCESSES = 256
 # The exit status of a child that ran its max_jobs: replaced, even in burst mode.
 RECYCLE = 100
+# The exit status of a child that ended itself to stop a job for sure (a hard time limit or
+# a cancel the job did not heed): replaced.
+HARD_STOPPED = 102
 CHECK_EVERY = 0.1  # seconds between looks at the children
 MEMORY_EVERY = 1.0  # seconds between memory readings
 # A child that dies sooner than this after its start is crash-looping: the next one starts
@@ -151,7 +154,11 @@ class Supervisor:
             if code == 0 and self.burst and not child.recycling:
                 logger.info("Worker process %d finished (burst).", pid)
                 continue
-            if code in (0, RECYCLE) or child.recycling:
+            if code == HARD_STOPPED:
+                logger.warning("Worker process %d ended itself to stop a job for sure; "
+                               "starting another.", pid)  # fmt: skip
+                self._pause = 0.0
+            elif code in (0, RECYCLE) or child.recycling:
                 logger.info("Worker process %d recycled; starting another.", pid)
                 self._pause = 0.0
             else:

@@ -27,16 +27,17 @@ import redis
 from django.db import close_old_connections
 
 from ..conf import conf
-from ..exceptions import RedisUnavailable
+from ..exceptions import JobTimeLimitExceeded, RedisUnavailable
 from ..redis.durability import redis_durability_warnings
 from .background import Background
 from .core import Job, Queue, get_queue
 from .leases import Leases
-from .limits import TimeLimits, queue_time_limits
+from .limits import GRACE, TimeLimits, queue_time_limits
 from .registry import Heartbeat
 from .runner import Runner
 from .schedule import Scheduler
 from .scripts import MAX_BATCH
+from .supervisor import HARD_STOPPED
 from .waiter import Waiter
 
 __all__ = ["Worker"]
@@ -75,6 +76,7 @@ class Worker:
         max_jobs: int | None = None,
         schedule: bool = False,
         using: str | None = None,
+        hard_stop: bool = False,
     ) -> None:
         if (
             not isinstance(concurrency, int)
@@ -106,7 +108,10 @@ class Worker:
         inline = concurrency == 1
         self.leases = Leases(self.queues, self.id, one_at_a_time=inline, renew_every=beat,
                              stopping=self.stopping)  # fmt: skip
-        self.limits = TimeLimits(queue_time_limits(self.queues), self.leases.stop_renewing)
+        # A job still running GRACE after its limit or its cancel: its lease lapses; in
+        # process mode (hard_stop), this process ends, and the supervisor replaces it.
+        overdue = self._hard_stop if hard_stop else self.leases.stop_renewing
+        self.limits = TimeLimits(queue_time_limits(self.queues), overdue)
         self.leases.on_cancel = self.limits.cancel  # queue.cancel() of a running job
         self.runner = Runner(self.leases, patience=lease, inline=inline, limits=self.limits)
         self.waiter = Waiter(self.client, [queue.keys.wake for queue in self.queues])
@@ -130,6 +135,22 @@ class Worker:
             "jobs": self.leases.running_ids(), "processed": self.processed,
             "failed": self.failed, "concurrency": self.concurrency,
         }  # fmt: skip
+
+    def _hard_stop(self, queue: Queue, job: Job) -> None:
+        """Stop ``job`` for sure (process mode): record its attempt as failed (a cancelled
+        one ends dead as such), then end this process; the supervisor starts another. The
+        other jobs running here run again when their leases run out."""
+        message = (f"Job {job.id} ({job.task}) in {queue.name!r} was stopped for sure: its "
+                   f"worker process {os.getpid()} was ended {GRACE:g} s after its time limit "
+                   "or its cancel, which it did not heed.")  # fmt: skip
+        logger.error("%s", message)
+        try:
+            queue.fail(job, JobTimeLimitExceeded(message))
+        except Exception:
+            logger.exception("Could not record the stop of job %s.", job.id)
+        finally:
+            logging.shutdown()
+            os._exit(HARD_STOPPED)
 
     def heartbeat(self) -> None:
         """Renew the leases held and write the registry entry, now."""

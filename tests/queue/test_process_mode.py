@@ -144,3 +144,36 @@ def test_wrong_options_are_command_errors(
 ) -> None:
     with pytest.raises(CommandError, match=message):
         call_command("run_queue_worker", *options)
+
+
+@pytest.mark.parametrize("how", ["time limit", "cancel"])
+def test_a_job_blocked_in_c_is_stopped_for_sure_and_its_process_replaced(
+    server: RedisServer, settings: Any, how: str
+) -> None:
+    """A soft limit (or a cancel) cannot interrupt ``time.sleep(60)``; GRACE (10 s) later
+    the worker process ends itself, the attempt is recorded, and another process runs the
+    next job."""
+    queues = {"default": {"LEASE": 30, "MAX_ATTEMPTS": 1}}
+    if how == "time limit":
+        queues["default"]["TIME_LIMIT"] = 0.3
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": queues}
+    worker = command_worker(settings.REDISLOCK, "--processes", "1")
+    try:
+        queue = get_queue()
+        queue.enqueue("tests.tasks.slow", args=[1, 60], job_id="stuck")
+        wait_for(lambda: queue.get("stuck").state == "running", 30)
+        if how == "cancel":
+            wait_for(lambda: bool(queue.get("stuck").started), 30)
+            assert queue.cancel("stuck", by="ops")
+        wait_for(lambda: queue.get("stuck").state == "dead", 40)
+        dead = queue.get("stuck")
+        if how == "cancel":
+            assert dead.error.startswith("Cancelled by ops")
+        else:
+            assert "was stopped for sure" in dead.error
+        queue.enqueue_many(tracked(2))
+        wait_for(lambda: len(records()) == 2, 30)  # a new process took over
+        assert stop(worker) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()

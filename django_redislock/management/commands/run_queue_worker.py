@@ -94,7 +94,9 @@ class Command(BaseCommand):
         )
 
     @staticmethod
-    def _worker(options: dict[str, Any], index: int, max_jobs: int | None) -> Worker:
+    def _worker(
+        options: dict[str, Any], index: int, max_jobs: int | None, hard_stop: bool = False
+    ) -> Worker:
         if options["max_jobs_per_child"] is not None and options["max_jobs_per_child"] < 1:
             raise ValueError("--max-jobs-per-child must be 1 or more.")
         return Worker(
@@ -103,12 +105,13 @@ class Command(BaseCommand):
             burst=options["burst"],
             max_jobs=max_jobs,
             schedule=not options["no_schedule"] and index == 0,  # one scheduler suffices
+            hard_stop=hard_stop,
         )
 
     @classmethod
     def _child(cls, options: dict[str, Any], index: int) -> int:
         """A worker process of ``--processes``: its exit status for the supervisor."""
-        worker = cls._worker(options, index, options["max_jobs_per_child"])
+        worker = cls._worker(options, index, options["max_jobs_per_child"], hard_stop=True)
         worker.run()
         if worker.max_jobs is not None and worker.started_jobs >= worker.max_jobs:
             return RECYCLE
