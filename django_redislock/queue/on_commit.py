@@ -13,6 +13,7 @@ once; inside an ``atomic()`` of the code under test it waits, as ``on_commit`` d
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -30,11 +31,22 @@ T = TypeVar("T")
 RETRY_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 
-def _in_transaction(alias: str) -> bool:
-    connection = connections[alias]
+def _in_transaction(connection: Any) -> bool:
     return connection.in_atomic_block and any(
         not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks
     )
+
+
+_this_thread = threading.local()
+
+
+def _connections() -> list[Any]:
+    """This thread's connection object of each database (made without connecting), kept:
+    reading them through ``connections`` costs microseconds an enqueue need not spend."""
+    found: list[Any] | None = getattr(_this_thread, "connections", None)
+    if found is None:
+        found = _this_thread.connections = [connections[alias] for alias in connections]
+    return found
 
 
 def commit_alias(db: str | None) -> str | None:
@@ -46,20 +58,16 @@ def commit_alias(db: str | None) -> str | None:
             raise TypeError(f"db must be a database alias (str), not {type(db).__name__}.")
         if db not in connections.settings:
             raise ValueError(f"db {db!r} is not a database in DATABASES.")
-        return db if _in_transaction(db) else None
-    if DEFAULT_DB_ALIAS in connections.settings and _in_transaction(DEFAULT_DB_ALIAS):
-        return DEFAULT_DB_ALIAS
-    open_ = [
-        connection.alias
-        for connection in connections.all(initialized_only=True)
-        if _in_transaction(connection.alias)
-    ]
+        return db if _in_transaction(connections[db]) else None
+    open_: list[str] = [c.alias for c in _connections() if _in_transaction(c)]
+    if not open_ or DEFAULT_DB_ALIAS in open_:
+        return DEFAULT_DB_ALIAS if open_ else None
     if len(open_) > 1:
         raise ValueError(
             f"Enqueued inside transactions on several databases ({', '.join(open_)}): pass "
             "db= to say whose commit pushes the job."
         )
-    return open_[0] if open_ else None
+    return open_[0]
 
 
 def push_at_commit(alias: str, push: Callable[[], T], what: str) -> None:
