@@ -22,13 +22,14 @@ from tests.servers import RedisServer
 from .. import task_examples as examples
 from ..conftest import Backend
 from ..models import Account
+from .test_tasks_framework import run_worker
 
 try:  # Django 6
     from django.tasks.signals import task_enqueued
 except ImportError:  # Django 5.2: the backport
     from django_tasks.signals import task_enqueued
 
-TASK = "tests.tasks.record"
+TASK = "tests.task_examples.echo"
 BACKEND = "django_redislock.tasks.RedisTaskBackend"
 BOTH = ["default", "other"]
 T = TypeVar("T")
@@ -98,6 +99,8 @@ def test_a_commit_pushes_the_jobs_with_the_ids_returned_at_once(queue: Any) -> N
     assert queue.get(later.id).state == "scheduled"
     assert [queue.get(job.id).args for job in many] == [[3], [4]]
     assert [job.id for job in queue.peek(10)] == [one.id, many[0].id, many[1].id]  # FIFO
+    run_worker()  # and they run
+    assert [queue.get(job.id).state for job in (one, *many)] == ["done"] * 3
 
 
 @pytest.mark.django_db(transaction=True, databases=BOTH)

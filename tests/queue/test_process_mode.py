@@ -68,11 +68,19 @@ def test_a_killed_process_is_replaced_and_its_jobs_run_again(
 ) -> None:
     worker = command_worker(settings.REDISLOCK, "--processes", "2")
     try:
-        get_queue().enqueue_many(tracked(30, 0.2))
+        jobs = get_queue().enqueue_many(tracked(30, 0.2))
         wait_for(lambda: len({d["pid"] for d in records(STARTED)}) == 2, 30)
         victim = records(STARTED)[0]["pid"]
         os.kill(victim, signal.SIGKILL)
         wait_for(lambda: {d["n"] for d in records()} == set(range(30)), 60)
+        # Charged twice: only what the killed process was running; what it had leased
+        # ahead came back uncharged.
+        cut_short = {d["n"] for d in records(STARTED) if d["pid"] == victim} - {
+            d["n"] for d in records() if d["pid"] == victim
+        }
+        attempts = {n: get_queue().get(job.id).attempts for n, job in enumerate(jobs)}
+        assert {n for n, a in attempts.items() if a > 1} == cut_short
+        assert len(cut_short) == 1
         pids = {d["pid"] for d in records()}
         assert victim not in {d["pid"] for d in records()[-5:]}
         assert len(pids - {victim}) == 2  # the survivor and the one started in its place

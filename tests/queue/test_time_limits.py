@@ -192,7 +192,7 @@ def test_a_job_ignoring_its_limit_loses_its_lease_after_the_grace(
     worker = processes.start(work, 2, 0.2)
     wait_for(lambda: len(strings(SWALLOWED)) >= 2)  # a second attempt was limited too
     assert strings(FINISHED) == []  # while the first still runs
-    warnings = [line for line in strings(LOGS) if "past its time limit" in line]
+    warnings = [line for line in strings(LOGS) if "after its time limit" in line]
     assert warnings
     assert job.id in warnings[0]
     assert "no longer renewed" in warnings[0]
