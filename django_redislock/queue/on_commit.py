@@ -49,15 +49,23 @@ def _connections() -> list[Any]:
     return found
 
 
+def database(using: str | None, db: str | None) -> str | None:
+    """The database alias an enqueue names: ``using`` (as Django's own ``on_commit``
+    calls it), or ``db`` (the same, by another name)."""
+    if using is not None and db is not None and using != db:
+        raise TypeError("Pass using= or db= (the same thing), not both.")
+    return using if using is not None else db
+
+
 def commit_alias(db: str | None) -> str | None:
     """The alias of the database whose commit an enqueue now waits for, or None to push at
     once. ``db`` names it; None: the default database if it is in a transaction, else the
     one database that is."""
     if db is not None:
         if not isinstance(db, str):
-            raise TypeError(f"db must be a database alias (str), not {type(db).__name__}.")
+            raise TypeError(f"using must be a database alias (str), not {type(db).__name__}.")
         if db not in connections.settings:
-            raise ValueError(f"db {db!r} is not a database in DATABASES.")
+            raise ValueError(f"using {db!r} is not a database in DATABASES.")
         return db if _in_transaction(connections[db]) else None
     open_: list[str] = [c.alias for c in _connections() if _in_transaction(c)]
     if not open_ or DEFAULT_DB_ALIAS in open_:
@@ -65,7 +73,7 @@ def commit_alias(db: str | None) -> str | None:
     if len(open_) > 1:
         raise ValueError(
             f"Enqueued inside transactions on several databases ({', '.join(open_)}): pass "
-            "db= to say whose commit pushes the job."
+            "using= to say whose commit pushes the job."
         )
     return open_[0]
 

@@ -17,7 +17,7 @@ from .jobs import Job, JobState, text
 from .keys import QueueKeys
 from .limits import with_time_limit
 from .lua import MAX_BATCH
-from .on_commit import commit_alias, described, push_at_commit
+from .on_commit import commit_alias, database, described, push_at_commit
 
 READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
 
@@ -46,6 +46,7 @@ class Producing:
         priority: int = 0,
         replace: bool = False,
         meta: Mapping[str, Any] | None = None,
+        using: str | None = None,
         db: str | None = None,
         time_limit: float | None = None,
     ) -> Job:
@@ -53,7 +54,8 @@ class Producing:
         Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
         kept with the job, for the code that enqueues and reads it (not passed to the task).
 
-        Inside ``transaction.atomic()`` (on ``db``; by default the default database, or the
+        Inside ``transaction.atomic()`` (on ``using``, a database alias, also accepted as
+        ``db``; by default the default database, or the
         one database in a transaction) the job is pushed when the transaction commits, and
         never if it rolls back: the Job returned then has ``score`` and ``enqueued`` 0 (not
         known before the push). The queue's ``ON_COMMIT: False`` pushes at once.
@@ -64,7 +66,7 @@ class Producing:
         job_id = new_id() if job_id is None else checked_job_id(job_id)
         values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
         made = (job_id, task, args, kwargs, priority, meta)
-        alias = commit_alias(db) if self.on_commit else None
+        alias = commit_alias(database(using, db)) if self.on_commit else None
         if alias is None:
             return self._made(*made, self._push(values, fresh, replace))
         push = partial(self._push, values, fresh, replace)
@@ -93,13 +95,14 @@ class Producing:
         jobs: Iterable[Mapping[str, Any]],
         *,
         replace: bool = False,
+        using: str | None = None,
         db: str | None = None,
     ) -> list[Job]:
         """Add many jobs, each a dict of ``enqueue``'s arguments: all are checked before any
         is written, then sent in atomic batches of ``MAX_BATCH`` (one round trip each).
         Inside ``transaction.atomic()``, pushed when it commits, as ``enqueue``."""
         flat, made, fresh = self._checked(jobs)
-        alias = commit_alias(db) if self.on_commit else None
+        alias = commit_alias(database(using, db)) if self.on_commit else None
         if alias is None:
             return self._push_many(flat, made, fresh, replace, "", 0)
         push = partial(self._push_many, flat, made, fresh, replace, "", 0)

@@ -123,7 +123,7 @@ def test_a_job_waits_for_the_commit_of_its_own_database(queue: Any) -> None:
     assert exists(job.id)
     with transaction.atomic(), transaction.atomic(using="other"):
         default_first = queue.enqueue(TASK, args=[2])  # both open: the default database's
-        on_other = queue.enqueue(TASK, args=[3], db="other")
+        on_other = queue.enqueue(TASK, args=[3], using="other")
         transaction.on_commit(lambda: seen.append(exists(default_first.id)), using="other")
         seen: list[bool] = []
     # "other" committed first (inner block): its job was pushed then, the default's not yet
@@ -136,10 +136,12 @@ def test_a_job_waits_for_the_commit_of_its_own_database(queue: Any) -> None:
 
 @pytest.mark.django_db(transaction=True, databases=BOTH)
 def test_bad_db_arguments_are_refused_before_anything_is_written(queue: Any) -> None:
-    with pytest.raises(ValueError, match="db 'nope' is not a database in DATABASES"):
-        queue.enqueue(TASK, db="nope")
-    with pytest.raises(TypeError, match="db must be a database alias"):
+    with pytest.raises(ValueError, match="using 'nope' is not a database in DATABASES"):
+        queue.enqueue(TASK, using="nope")
+    with pytest.raises(TypeError, match="using must be a database alias"):
         queue.enqueue_many([{"task": TASK}], db=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not both"):
+        queue.enqueue(TASK, using="default", db="other")
     assert queue.counts()["ready"] == 0
 
 
