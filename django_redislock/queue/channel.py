@@ -22,8 +22,8 @@ import redis
 
 from ..exceptions import RedisUnavailable
 from ..redis.clients import UNAVAILABLE, is_cluster
-from ..redis.fastpath import packer
 from ..redis.scripts import LuaScript
+from ..redis.wire import packer
 from .core import Job, Queue
 from .jobs import text
 from .scripts import MAX_BATCH, POP, START

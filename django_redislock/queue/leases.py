@@ -22,6 +22,7 @@ from ..exceptions import RedisUnavailable
 from .background import Background, periodic
 from .channel import Channel
 from .core import Job, Queue
+from .renewal import Leased, Renewal
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ ACK_HOLD = 0.05  # longest wait of a finished job for its acknowledgement
 GIVE_BACK_AFTER = 0.25  # a job running this long gives back the jobs leased behind it
 TEND = 0.05  # how often the keeper thread looks
 
-Leased = tuple[Queue, Job]
 Finished = list[tuple[Job, "str | None"]]
 
 
@@ -41,7 +41,7 @@ def _sooner(soonest: float | None, wait: float | None) -> float | None:
     return wait if wait is not None and (soonest is None or wait < soonest) else soonest
 
 
-class Leases:
+class Leases(Renewal):
     """The jobs a worker holds: leased ahead, running, finished and not yet acknowledged.
     ``one_at_a_time``: jobs are leased ahead and charged as they start, and finished ones
     are acknowledged with the next start or fetch; else each is charged as it is fetched
@@ -60,10 +60,9 @@ class Leases:
         self.one_at_a_time = one_at_a_time
         self.renew_every = renew_every
         self.stopping = stopping  # a stop request: the jobs ahead go back at once
-        # Called with (queue, job id) for a running job asked to stop (the Worker's limits).
         self.on_cancel: Callable[[Queue, str], object] = lambda queue, job_id: None
         self.running: dict[tuple[str, str], Leased] = {}
-        self.unrenewed: set[tuple[str, str]] = set()  # running, their lease left to lapse
+        self.unrenewed: set[tuple[str, str]] = set()
         self.changed = threading.Condition()  # guards running; notified as a job ends
         self.job_started = 0.0  # when the latest job started
         self.ahead: deque[Leased] = deque()
@@ -203,12 +202,6 @@ class Leases:
             self.unrenewed.discard((queue.name, job.id))
             self.changed.notify_all()
 
-    def stop_renewing(self, queue: Queue, job: Job) -> None:
-        """Let a running job's lease lapse (far past its time limit): delivered again."""
-        with self.changed:
-            if (queue.name, job.id) in self.running:
-                self.unrenewed.add((queue.name, job.id))
-
     def running_ids(self) -> list[str]:
         with self.changed:
             return [f"{q.name}:{job.id}" for q, job in self.running.values()]
@@ -243,22 +236,6 @@ class Leases:
         self._release(ahead)
         for channel in self.channels.values():
             channel.poll()
-
-    def renew(self) -> None:
-        """Extend the leases of the jobs running and of those leased ahead."""
-        with self.changed:
-            running = [v for k, v in self.running.items() if k not in self.unrenewed]
-        with self.held:
-            leased = running + list(self.ahead)
-        for queue in self.queues:
-            lost, asked = queue.renew_leases([job for q, job in leased if q is queue])
-            for job_id in asked:  # cancelled while running: stopped (see Worker)
-                self.on_cancel(queue, job_id)
-            if lost:
-                with self.changed:  # a job finished since the copy above was not lost
-                    lost = [i for i in lost if (queue.name, i) in self.running]
-            for job_id in lost:
-                logger.warning("Job %s lost its lease; another worker may run it too.", job_id)
 
     def _collect(self, flight: Channel) -> float | None:
         """Read the fetch in flight: its jobs join those leased ahead. Returns its wait."""

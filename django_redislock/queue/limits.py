@@ -1,5 +1,5 @@
-"""Soft time limits of the jobs a worker runs: a queue's ``TIME_LIMIT``, or a job's own
-``time_limit`` (kept in its metadata under ``META_KEY``).
+"""Soft time limits of the jobs a worker runs (what a limit is, and where a job keeps its
+own: ``time_limits``), and the cancels of running jobs, which take the same road.
 
 When a job runs past its limit, ``JobTimeLimitExceeded`` is raised inside the thread that
 runs it (CPython's ``PyThreadState_SetAsyncExc``), so that its ``finally`` blocks run; an
@@ -27,23 +27,21 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from asgiref.sync import async_to_sync, iscoroutinefunction
 
-from ..conf import conf
 from ..exceptions import JobCancelled, JobTimeLimitExceeded
 from .background import Background
 from .jobs import Job
+from .time_limits import job_time_limit
 
 if TYPE_CHECKING:
     from .core import Queue
 
 logger = logging.getLogger(__name__)
 
-META_KEY = "time_limit"  # a job's own limit, in its metadata (reserved, as "backend" is)
-MAX_TIME_LIMIT = 365 * 86400.0  # a year: more is a typo (or milliseconds)
 GRACE = 10.0  # seconds after its limit a job may take to clean up before its lease lapses
 IDLE = 1.0  # longest sleep of the watcher with nothing to watch (it is woken on a new job)
 
@@ -53,49 +51,6 @@ if hasattr(ctypes, "pythonapi"):  # CPython
     _api = ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
     _set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(_api)
     _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(_api)
-
-
-def checked_time_limit(value: Any, name: str = "time_limit") -> float | None:
-    """``value`` as a time limit in seconds (None: none); TypeError or ValueError naming
-    ``name`` otherwise."""
-    if value is None:
-        return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}.")
-    if not 0 < value <= MAX_TIME_LIMIT:  # NaN fails too
-        raise ValueError(f"{name} must be > 0 and at most {MAX_TIME_LIMIT:.0f} s (a year), "
-                         f"not {value!r}.")  # fmt: skip
-    return float(value)
-
-
-def with_time_limit(meta: Any, time_limit: Any) -> Any:
-    """A job's ``meta`` carrying ``time_limit`` (checked) under ``META_KEY``. A limit already
-    in ``meta`` (a job's meta enqueued again) is checked too; ``time_limit`` replaces it. A
-    ``meta`` of the wrong type is left for ``encoded_meta`` to refuse."""
-    seconds = checked_time_limit(time_limit)
-    if not isinstance(meta, Mapping):
-        return meta if seconds is None or meta is not None else {META_KEY: time_limit}
-    if seconds is None:
-        if META_KEY in meta:
-            checked_time_limit(meta[META_KEY], f"meta[{META_KEY!r}]")
-        return meta
-    return {**meta, META_KEY: time_limit}
-
-
-def queue_time_limits(queues: Sequence[Queue]) -> dict[str, float | None]:
-    """Each queue's ``TIME_LIMIT``, checked (ValueError or TypeError naming the setting)."""
-    options = conf.QUEUES
-    return {q.name: checked_time_limit(options[q.name].get("TIME_LIMIT"),
-                                       f"REDISLOCK['QUEUES'][{q.name!r}]['TIME_LIMIT']")
-            for q in queues}  # fmt: skip
-
-
-def job_time_limit(job: Job, default: float | None) -> float | None:
-    """The limit ``job`` runs under: its own, else its queue's ``default``."""
-    own = job.meta.get(META_KEY)
-    if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 < own < math.inf:
-        return float(own)
-    return default
 
 
 class Watch:

@@ -15,9 +15,9 @@ from .arguments import JOB_ARGUMENTS, checked_job_id, job_values, new_id, new_id
 from .enqueue_scripts import ADD, ENQUEUE
 from .jobs import Job, JobState, text
 from .keys import QueueKeys
-from .limits import with_time_limit
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit
+from .time_limits import with_time_limit
 
 READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
 

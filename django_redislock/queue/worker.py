@@ -32,12 +32,13 @@ from ..redis.durability import redis_durability_warnings
 from .background import Background
 from .core import Job, Queue, get_queue
 from .leases import Leases
-from .limits import GRACE, TimeLimits, queue_time_limits
+from .limits import GRACE, TimeLimits
 from .registry import Heartbeat
 from .runner import Runner
 from .schedule import Scheduler
 from .scripts import MAX_BATCH
 from .supervisor import HARD_STOPPED
+from .time_limits import queue_time_limits
 from .waiter import Waiter
 
 __all__ = ["Worker"]

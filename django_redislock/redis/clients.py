@@ -17,10 +17,11 @@ from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgain
 from ..conf import conf
 from . import blocking, fastpath
 from .fastpath import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
-from .fastpath import dedicated, execute, mapped, packer
+from .fastpath import dedicated, execute, mapped
 from .scripts import LuaScript
 from .sentinel import SCHEMES as SENTINEL_SCHEMES
 from .sentinel import is_sentinel_url, master_client
+from .wire import packer
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://", *SENTINEL_SCHEMES)
 _clients: dict[str | None, Any] = {}

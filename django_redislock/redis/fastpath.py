@@ -18,15 +18,11 @@ from typing import Any
 
 import hiredis
 import redis
-from redis.exceptions import ReadOnlyError, ResponseError
-
-try:  # what redis-py's hiredis reader returns while a reply is incomplete
-    from redis._parsers.hiredis import NOT_ENOUGH_DATA
-except ImportError:  # another redis-py layout: replies are read through redis-py
-    NOT_ENOUGH_DATA = None
+from redis.exceptions import ReadOnlyError
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
+from .wire import packer, read_reply, reads_directly
 
 logger = logging.getLogger(__name__)
 
@@ -60,11 +56,7 @@ class Dedicated:
         # The reply is read from the socket into redis-py's own hiredis reader, without the
         # layers of its read_response, when that is all they would do: a plain TCP or Unix
         # socket (not TLS), hiredis packing and parsing.
-        self.direct = (
-            NOT_ENOUGH_DATA is not None
-            and hiredis_packs(self.conn)
-            and type(self.conn._parser).__name__ == "_HiredisParser"
-        )
+        self.direct = reads_directly(self.conn)
         self.spin = spin if hasattr(select, "poll") else 0.0
         self.poller: Any = None
         self.polled: Any = None  # the socket the poller watches
@@ -116,34 +108,11 @@ class Dedicated:
                 failed = _call(meanwhile)
             if self.spin and args[0] not in BLOCKING:
                 self._spin(conn._sock)
-            reply = self._read(sock, conn._parser) if direct else conn.read_response()
+            reply = read_reply(sock, conn._parser) if direct else conn.read_response()
         except BaseException as exc:
             raise mapped(conn, exc)  # noqa: B904 (the cause is set there)
         if failed is not None:
             raise failed
-        return reply
-
-    @staticmethod
-    def _read(sock: socket.socket, parser: Any) -> Any:
-        """The reply, read from ``sock`` into redis-py's hiredis reader (which turns an
-        error reply into the redis-py exception, raised here as redis-py would). A RESP3
-        push message before it goes to redis-py's handler, as its own read would send it."""
-        reader, buffer = parser._reader, parser._buffer
-        reply = reader.gets()
-        while True:
-            while reply is NOT_ENOUGH_DATA:
-                size = sock.recv_into(buffer)
-                if not size:
-                    raise redis.ConnectionError("Connection closed by server.")
-                reader.feed(buffer, 0, size)
-                reply = reader.gets()
-            push = parser._hiredis_PushNotificationType
-            if push is None or not isinstance(reply, push):
-                break
-            parser.handle_push_response(reply)
-            reply = reader.gets()
-        if isinstance(reply, (ResponseError, redis.ConnectionError)):
-            raise reply
         return reply
 
     def _spin(self, sock: Any) -> None:
@@ -197,24 +166,6 @@ def _keep_one(pool: Any) -> bool:
 def _give_back_one(pool: Any) -> None:
     with _kept_lock:
         _kept[pool] = max(0, _kept.get(pool, 1) - 1)
-
-
-def hiredis_packs(conn: Any) -> bool:
-    """Whether hiredis packs commands into exactly the bytes ``conn`` itself would send (it
-    does whenever redis-py packs with hiredis too, as with the hiredis extra installed)."""
-    sample = ("EVALSHA", "café", 1, b"\xff", 2.5)
-    # (hiredis's stub types the argument as a 1-tuple; it takes any length.)
-    packed: bytes = hiredis.pack_command(sample)  # type: ignore[arg-type]
-    return b"".join(conn.pack_command(*sample)) == packed
-
-
-def packer(conn: Any) -> Any:
-    """hiredis packs a command in a third of the time of redis-py's checked packer: used
-    when it packs as the connection would."""
-    if not hiredis_packs(conn):
-        return lambda args: conn.pack_command(*args)
-    pack = hiredis.pack_command
-    return lambda args: [pack(args)]  # a list of chunks, as send_packed_command wants
 
 
 class _ThreadConnections(threading.local):

@@ -21,9 +21,10 @@ from django_redislock.exceptions import JobTimeLimitExceeded
 from django_redislock.queue import limits as limits_module
 from django_redislock.queue.core import Queue
 from django_redislock.queue.jobs import Job
-from django_redislock.queue.limits import META_KEY, TimeLimits
+from django_redislock.queue.limits import TimeLimits
 from django_redislock.queue.registry import live_workers
 from django_redislock.queue.task_jobs import signals
+from django_redislock.queue.time_limits import META_KEY
 from django_redislock.queue.worker import Worker
 
 from .. import limit_tasks
