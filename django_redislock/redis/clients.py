@@ -51,7 +51,15 @@ def reset_connections() -> None:
         fastpath.forget()
 
 
-os.register_at_fork(after_in_child=_clients.clear)
+def _after_fork() -> None:
+    # A child starts with no client, and with a lock of its own: another thread of the
+    # parent may have held this one at the fork, and would never release it here.
+    global _clients_lock
+    _clients.clear()
+    _clients_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def is_cluster(client: Any) -> bool:

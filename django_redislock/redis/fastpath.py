@@ -185,8 +185,11 @@ def forget() -> None:
 
 
 def _reset_threads() -> None:
-    global _threads
+    # A child keeps no thread's connection, and gets a lock of its own (another thread of
+    # the parent may have held this one at the fork).
+    global _threads, _kept_lock
     _threads = _ThreadConnections()
+    _kept_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_reset_threads)

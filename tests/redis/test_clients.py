@@ -238,3 +238,52 @@ def test_the_first_command_after_a_redis_restart_goes_through(settings: Any) -> 
                 assert lock.owned()
             assert get_queue().enqueue("tests.tasks.record", args=[2]).state == "ready"
             assert asyncio.run(take())
+
+
+@pytest.mark.parametrize("lock", ["clients", "fastpath"])
+def test_a_child_forked_while_a_thread_holds_a_client_lock_is_not_stuck(
+    settings: Any, redis_server: Any, lock: str
+) -> None:
+    """Fork from a process whose other thread holds the client registry's (or the kept
+    connections') lock at that moment: the child must not wait for it forever."""
+    import os
+    import signal
+    import threading
+
+    from django_redislock.redis import clients, fastpath
+
+    settings.REDISLOCK = {"URL": redis_server.url}
+    the_lock = clients._clients_lock if lock == "clients" else fastpath._kept_lock
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with the_lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(5)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: a client and a command, each needing that lock
+            status = 1
+            try:
+                with Lock("forked", ttl=5):
+                    status = 0
+            finally:
+                os._exit(status)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.02)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("The forked child waited for a lock its parent's thread held.")
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        release.set()
+        holder.join()
