@@ -240,7 +240,7 @@ def test_the_first_command_after_a_redis_restart_goes_through(settings: Any) -> 
             assert asyncio.run(take())
 
 
-@pytest.mark.parametrize("lock", ["clients", "fastpath"])
+@pytest.mark.parametrize("lock", ["clients"])
 def test_a_child_forked_while_a_thread_holds_a_client_lock_is_not_stuck(
     settings: Any, redis_server: Any, lock: str
 ) -> None:
