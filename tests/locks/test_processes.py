@@ -152,7 +152,9 @@ def test_fair_processes_acquire_in_arrival_order(real_backend, processes):
 def test_fair_waiters_that_gave_up_or_died_do_not_stall_the_line(real_backend, processes):
     holder = Lock("fair", ttl=30, fair=True)
     holder.acquire()
-    impatient = processes.start(fair_waiter, "impatient", 5, 0.3)
+    # It gives up while the two others queue behind it: long enough for two processes to
+    # start on a loaded machine (at 0.3 s, it had left before the second one queued).
+    impatient = processes.start(fair_waiter, "impatient", 5, 1.5)
     queued(real_backend, 1)
     doomed = processes.start(fair_waiter, "doomed", 0.5, 30)
     queued(real_backend, 2)
