@@ -27,14 +27,23 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 SYSTEM = "django_redislock"
-_cached: tuple[Any, Any] = (None, None)  # (provider, its tracer)
+_UNKNOWN, _NONE = object(), object()  # no such attribute; no provider was set
+_cached: tuple[Any, Any] = (None, None)  # (provider, its tracer); (_NONE, None): none
 
 
 def tracer() -> Any:
     """This app's tracer, None while no tracer provider is set (nothing to record)."""
     global _cached
-    provider = trace.get_tracer_provider()
+    # The API's own getter reads os.environ on every call while no provider is set (a
+    # microsecond, on every enqueue); its module attribute is read instead, once the getter
+    # has had its chance to load a provider named in the environment.
+    provider: Any = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None and _cached[0] is not None:
+        return None
+    if provider is None or provider is _UNKNOWN:
+        provider = trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider):
+        _cached = (_NONE, None)
         return None
     if _cached[0] is not provider:
         _cached = (provider, provider.get_tracer(SYSTEM))
