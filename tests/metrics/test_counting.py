@@ -70,6 +70,7 @@ def test_lock_events_and_waits_are_counted(redis_backend: Backend, settings: Any
 
     assert grew("redislock_lock_acquisitions_total", kind="Lock") == 3
     assert grew("redislock_lock_acquisitions_total", kind="AsyncLock") == 1
+    assert grew("redislock_lock_wait_seconds_count", kind="AsyncLock") == 1
     assert grew("redislock_lock_busy_total", kind="Lock") == 1
     assert grew("redislock_lock_lost_total", kind="Lock") == 1
     assert grew("redislock_lock_wait_seconds_count", kind="Lock") == 3
