@@ -16,6 +16,10 @@ def _reset_on_change(*, setting: str, **kwargs: Any) -> None:
 
         reset_connections()
         reset_async_connections()
+    if setting == "REDISLOCK":
+        from .metrics import sync_receivers
+
+        sync_receivers()
 
 
 class RedisLockConfig(AppConfig):
@@ -33,3 +37,6 @@ class RedisLockConfig(AppConfig):
             # E014); Django 6 does not import it on its own. On 5.2 the backport's app does.
             import_module("django.tasks")
         setting_changed.connect(_reset_on_change, dispatch_uid="django_redislock.reset")
+        from .metrics import sync_receivers
+
+        sync_receivers()  # counts job runs and lock events only when REDISLOCK['METRICS']

@@ -22,6 +22,8 @@ DEFAULTS: dict[str, Any] = {
     "QUEUES": {"default": {}},
     "SCHEDULE": {},
     "SPIN_WAIT": 0.0002,
+    "METRICS": False,  # count job outcomes and lock events for the Prometheus view
+    "METRICS_TOKEN": None,  # a bearer token that may read the Prometheus view
 }
 
 QUEUE_DEFAULTS: dict[str, Any] = {
@@ -117,6 +119,15 @@ class Conf:
     @property
     def SPIN_WAIT(self) -> float:
         return float(self._get("SPIN_WAIT"))
+
+    @property
+    def METRICS(self) -> bool:
+        return self._get("METRICS") is True
+
+    @property
+    def METRICS_TOKEN(self) -> str | None:
+        value = self._get("METRICS_TOKEN")
+        return value if isinstance(value, str) and value else None
 
     @property
     def SCHEDULE(self) -> dict[str, dict[str, Any]]:

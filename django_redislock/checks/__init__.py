@@ -13,6 +13,7 @@ from django.core.checks import CheckMessage, Error
 from ..conf import DEFAULTS, ON_REDIS_ERROR_CHOICES, user_settings
 from ..redis import sentinel
 from ..redis.durability import redis_durability_warnings, unverified
+from .metrics import check_metrics, check_metrics_token
 from .queues import check_queues, check_schedule
 from .values import Bounds, error, short
 
@@ -154,6 +155,8 @@ VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
     "QUEUES": check_queues,
     "SCHEDULE": check_schedule,
     "SPIN_WAIT": _number("SPIN_WAIT", Bounds(0, maximum=0.01)),
+    "METRICS": check_metrics,
+    "METRICS_TOKEN": check_metrics_token,
 }
 assert set(VALIDATORS) == set(DEFAULTS)
 

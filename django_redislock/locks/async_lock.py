@@ -38,7 +38,8 @@ class AsyncLock(AsyncWaiting):
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try
         once, ``math.inf``: forever). Returns whether the lock is now held."""
         timeout = self._validate_timeout(timeout)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         client = self.client
         owner = self._owner(_task())
         hold = self._holds.get(owner)
@@ -55,7 +56,7 @@ class AsyncLock(AsyncWaiting):
                 if reply is None:
                     self._busy(timeout)
                     return False
-            hold = self._acquired(owner, token, reply)
+            hold = self._acquired(owner, token, reply, started)
             if self.wait_replicas:
                 await asyncio.to_thread(self.confirm_replicas, hold)
             if self.auto_renew:

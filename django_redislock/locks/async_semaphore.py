@@ -32,7 +32,8 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         """Take a permit; wait up to ``timeout`` seconds (None: the semaphore's timeout, 0: try
         once, ``math.inf``: forever). Returns whether this task now holds a permit."""
         timeout = self._validate_timeout(timeout)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         client = self.client
         owner = self._owner(_task())
         hold = self._holds.get(owner)
@@ -50,7 +51,7 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
                 if fence is None:
                     self._busy(timeout)
                     return False
-            hold = self._acquired(owner, self._permit(token, fence), fence)
+            hold = self._acquired(owner, self._permit(token, fence), fence, started)
             if self.auto_renew:
                 _renewer.renewer.add(self, hold, asyncio.current_task() or current_thread())
         except BaseException:

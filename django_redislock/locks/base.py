@@ -171,9 +171,11 @@ class LockBase(LockCore):
         hold.count += 1
         return True
 
-    def _acquired(self, owner: tuple[Any, ...], token: str, fence: int) -> Hold:
+    def _acquired(
+        self, owner: tuple[Any, ...], token: str, fence: int, started: float | None = None
+    ) -> Hold:
         hold = self._holds[owner] = Hold(token, fence)
-        self._signal_acquired(fence or None)
+        self._signal_acquired(fence or None, started)
         return hold
 
     def lost(self, hold: Hold, where: str) -> None:

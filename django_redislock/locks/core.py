@@ -63,9 +63,10 @@ class LockCore:
             "1" if queued else "0",
         )  # fmt: skip
 
-    def _signal_acquired(self, fence: int | None) -> None:
-        if lock_acquired.receivers:
-            lock_acquired.send(type(self), lock=self, name=self.name, fence=fence)
+    def _signal_acquired(self, fence: int | None, started: float | None = None) -> None:
+        if lock_acquired.receivers:  # ``waited``: seconds since acquire() began (monotonic)
+            waited = None if started is None else time.monotonic() - started
+            lock_acquired.send(type(self), lock=self, name=self.name, fence=fence, waited=waited)
 
     def _busy(self, timeout: float) -> None:
         if lock_busy.receivers:

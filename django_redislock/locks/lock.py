@@ -33,7 +33,8 @@ class Lock(SyncWaiting, SyncContext):
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try
         once, ``math.inf``: forever). Returns whether the lock is now held."""
         timeout = self._validate_timeout(timeout)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         owner = self._owner(get_ident())
         client = self._client or self.client
         hold = self._holds.get(owner)
@@ -50,7 +51,7 @@ class Lock(SyncWaiting, SyncContext):
                 self._busy(timeout)
                 return False
         try:
-            hold = self._acquired(owner, token, reply)
+            hold = self._acquired(owner, token, reply, started)
             if self.wait_replicas:
                 self.confirm_replicas(hold)
             if self.auto_renew:

@@ -161,14 +161,15 @@ class Redlock(SyncContext):
                     self.name,
                 )
             del self._holds[owner]  # its validity ran out: acquire afresh
-        give_up = time.monotonic() + timeout
+        started = time.monotonic()
+        give_up = started + timeout
         while True:
             token, start = f"{token_hex(8)}|", time.monotonic()
             args = self._acquire_args(token, self.flags, 0, False)
             replies = self._run(ACQUIRE, self.keys.acquiring(token), args)
             end, now = self._end(self.ttl_ms, start), time.monotonic()
             if sum(1 for r in replies if type(r) is int) >= self.quorum and end > now:
-                return self._acquired(owner, token, end)
+                return self._acquired(owner, token, end, started)
             # Not where the node answered "busy" (it surely did not take it); everywhere else,
             # failed nodes included: a lost reply may hide a success.
             self._release(token, [not isinstance(r, list) for r in replies])
@@ -183,10 +184,10 @@ class Redlock(SyncContext):
         self._busy(timeout)
         return False
 
-    def _acquired(self, owner: tuple[int, int], token: str, end: float) -> bool:
+    def _acquired(self, owner: tuple[int, int], token: str, end: float, started: float) -> bool:
         self._holds[owner] = (token, end)
         try:
-            self._signal_acquired(None)
+            self._signal_acquired(None, started)
         except BaseException:
             del self._holds[owner]  # leave no lock held by nobody who knows it
             self._release(token)

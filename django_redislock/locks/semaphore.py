@@ -38,7 +38,8 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
         """Take a permit; wait up to ``timeout`` seconds (None: the semaphore's timeout, 0: try
         once, ``math.inf``: forever). Returns whether this owner now holds a permit."""
         timeout = self._validate_timeout(timeout)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         owner = self._owner(get_ident())
         client = self._client or self.client
         hold = self._holds.get(owner)
@@ -56,7 +57,7 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
                 return False
         permit = self._permit(token, fence)
         try:
-            hold = self._acquired(owner, permit, fence)
+            hold = self._acquired(owner, permit, fence, started)
             if self.auto_renew:
                 _renewer.renewer.add(self, hold, current_thread())
         except BaseException:

@@ -9,6 +9,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from ..metrics.tracing import traced_enqueue, traced_enqueue_many
 from ..redis.clients import run_script
 from ..redis.scripts import LuaScript
 from .arguments import JOB_ARGUMENTS, checked_job_id, job_values, new_id, new_ids
@@ -34,6 +35,7 @@ class Producing:
     def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
         raise NotImplementedError
 
+    @traced_enqueue
     def enqueue(
         self,
         task: str,
@@ -90,6 +92,7 @@ class Producing:
         due = due if due > 0 else abs(now) - due
         return [1, due, READY if now > 0 else SCHEDULED, abs(now)]
 
+    @traced_enqueue_many
     def enqueue_many(
         self,
         jobs: Iterable[Mapping[str, Any]],

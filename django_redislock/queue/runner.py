@@ -22,6 +22,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from ..exceptions import InvalidTask, JobCancelled, JobTimeLimitExceeded, RedisUnavailable
+from ..metrics.tracing import traced_run
 from .core import Job, Queue
 from .task_jobs import (
     NOT_A_TASK,
@@ -71,6 +72,7 @@ def _resolve(path: str) -> Any:
     return obj
 
 
+@traced_run
 def run_job(job: Job, watch: Watch | None = None) -> str:
     """Run a leased job as its task, sending the framework's ``task_started`` and
     ``task_finished`` signals; returns the return value as JSON. Raises InvalidTask when it

@@ -26,6 +26,7 @@ from django.utils import timezone as django_timezone
 
 from ..conf import conf, user_settings
 from ..exceptions import InvalidTask, JobNotFound
+from ..metrics import tracing
 from ..redis.clients import get_redis
 from .arguments import due_argument, new_id
 from .core import Job, Queue, get_queue
@@ -83,6 +84,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         if task.run_after is None and len(self._validated) < 1000:
             self._validated.add(task)
 
+    @tracing.traced_task_enqueue
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         raw, client = user_settings(), get_redis()
         kept = self._prepared.get(id(task))
@@ -90,6 +92,8 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
                 or (kept[1] is not raw and kept[1] != raw)):  # fmt: skip
             kept = self._prepare(task, raw, client)
         path, queue, meta, due = kept[3:]
+        if tracing.ON:  # inside the enqueue span (traced_task_enqueue): carry its context
+            meta = tracing.carried_text(meta)
         args, kwargs, args_text, kwargs_text = arguments(args, kwargs)
         job_id = new_id()
         values = [job_id, path, args_text, kwargs_text, meta, task.priority, due]
