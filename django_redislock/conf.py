@@ -33,6 +33,8 @@ QUEUE_DEFAULTS: dict[str, Any] = {
     "RESULT_TTL": 86400.0,
     "ON_COMMIT": True,  # inside transaction.atomic(), push jobs when it commits
     "TIME_LIMIT": None,  # seconds a job may run before JobTimeLimitExceeded; None: no limit
+    # seconds a job may go on after its time limit or cancel before it is stopped for sure
+    "TIME_LIMIT_GRACE": 10.0,
 }
 
 ON_REDIS_ERROR_CHOICES = ("fail-closed", "fail-open")

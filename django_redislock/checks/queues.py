@@ -19,10 +19,11 @@ QUEUE_BOUNDS = {
     "MAX_ATTEMPTS": Bounds(1, maximum=1000, whole=True),
     "RETRY_BACKOFF": Bounds(0, above=True),
     "RESULT_TTL": Bounds(1),
+    "TIME_LIMIT_GRACE": Bounds(0.1),
 }
 QUEUE_BOUNDS_WHY = (
     "LEASE and RESULT_TTL are seconds from 1 to a year, RETRY_BACKOFF seconds above 0, "
-    "MAX_ATTEMPTS a whole number from 1 to 1000."
+    "TIME_LIMIT_GRACE seconds from 0.1 to a year, MAX_ATTEMPTS a whole number from 1 to 1000."
 )
 QUEUE_FLAGS = {"ON_COMMIT"}  # True or False
 # None (no limit) or seconds above 0: a job running longer gets JobTimeLimitExceeded.

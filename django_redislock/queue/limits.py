@@ -8,10 +8,10 @@ bytecode the thread runs: a job blocked in C (a long ``time.sleep``, a socket re
 timeout, a C extension's loop) sees it only when that returns. Only a process can be stopped
 for sure: a hard limit needs the job in a child process that can be killed.
 
-A job still running ``GRACE`` seconds after its limit (it swallowed the exception, or is
-stuck in C) is reported, and its lease is no longer renewed: the job is delivered again once
-the lease runs out (at-least-once), as if its worker had died, instead of being held forever
-by a thread that may never come back.
+A job still running its queue's ``TIME_LIMIT_GRACE`` seconds after its limit (it swallowed
+the exception, or is stuck in C) is reported, and its lease is no longer renewed: the job is
+delivered again once the lease runs out (at-least-once), as if its worker had died, instead
+of being held forever by a thread that may never come back.
 
 The handshake: a watch's ``gate`` is taken once, either by the watcher (the limit fires) or
 by the job's thread as its function ends (it can no longer fire). When the watcher took it,
@@ -37,12 +37,13 @@ from .background import Background
 from .jobs import Job
 from .time_limits import job_time_limit
 
+DEFAULT_GRACE = 10.0  # a queue's TIME_LIMIT_GRACE unless it says otherwise (conf.QUEUE_DEFAULTS)
+
 if TYPE_CHECKING:
     from .core import Queue
 
 logger = logging.getLogger(__name__)
 
-GRACE = 10.0  # seconds after its limit a job may take to clean up before its lease lapses
 IDLE = 1.0  # longest sleep of the watcher with nothing to watch (it is woken on a new job)
 
 _set_async_exc: Any = None
@@ -56,8 +57,11 @@ if hasattr(ctypes, "pythonapi"):  # CPython
 class Watch:
     """One running job's limit: ``call`` runs its function under it, in the calling thread."""
 
-    def __init__(self, limits: TimeLimits, queue: Queue, job: Job, seconds: float) -> None:
+    def __init__(
+        self, limits: TimeLimits, queue: Queue, job: Job, seconds: float, grace: float
+    ) -> None:
         self.limits, self.queue, self.job, self.seconds = limits, queue, job, seconds
+        self.grace = grace  # how long the job may go on once the limit (or a cancel) fired
         self.deadline = time.monotonic() + seconds
         self.gate = threading.Lock()  # taken once: by the watcher, or as the function ends
         self.sent = False  # the watcher raised (or cancelled) in the job
@@ -168,13 +172,17 @@ class Watch:
 
 class TimeLimits:
     """The limits of the jobs a worker runs, watched by one thread. ``defaults``: each
-    queue's ``TIME_LIMIT``; ``overdue(queue, job)`` is called for a job still running
-    ``GRACE`` seconds past its limit."""
+    queue's ``TIME_LIMIT``; ``graces``: each queue's ``TIME_LIMIT_GRACE``; ``overdue(queue,
+    job)`` is called for a job still running that long past its limit (or its cancel)."""
 
     def __init__(
-        self, defaults: Mapping[str, float | None], overdue: Callable[[Queue, Job], None]
+        self,
+        defaults: Mapping[str, float | None],
+        overdue: Callable[[Queue, Job], None],
+        graces: Mapping[str, float] | None = None,
     ) -> None:
         self.defaults, self.overdue = dict(defaults), overdue
+        self.graces = dict(graces or {})
         self.watches: dict[int, Watch] = {}
         self.wakes_at = 0.0  # when the watcher wakes next (monotonic)
         self.changed = threading.Condition()
@@ -195,7 +203,8 @@ class TimeLimits:
         """The watch ``job`` runs under: its time limit (``math.inf`` for none), and the
         way ``cancel`` reaches it."""
         seconds = job_time_limit(job, self.defaults.get(queue.name))
-        return Watch(self, queue, job, math.inf if seconds is None else seconds)
+        grace = self.graces.get(queue.name, DEFAULT_GRACE)
+        return Watch(self, queue, job, math.inf if seconds is None else seconds, grace)
 
     def cancel(self, queue: Queue, job_id: str) -> bool:
         """Raise ``JobCancelled`` in the running job ``job_id`` of ``queue`` (asked to stop
@@ -238,12 +247,12 @@ class TimeLimits:
                     watch.fire()
                 else:
                     soonest = min(soonest, watch.deadline)
-            elif not watch.warned:  # GRACE after the limit fired, or a cancel was sent
-                if now >= watch.sent_at + GRACE:
+            elif not watch.warned:  # the grace after the limit fired, or a cancel was sent
+                if now >= watch.sent_at + watch.grace:
                     watch.warned = True
                     self._overdue(watch)
                 else:
-                    soonest = min(soonest, watch.sent_at + GRACE)
+                    soonest = min(soonest, watch.sent_at + watch.grace)
         with self.changed:  # a job added since the copy above is seen here, or notifies
             if self.stopped.is_set():
                 return
@@ -262,7 +271,7 @@ class TimeLimits:
             "Job %s (%s) in %r is still running %g s after its %s: it ignores %s, or is "
             "blocked in C code. Its lease is no longer renewed (it will be delivered again "
             "when the lease runs out); in process mode its worker process is ended.",
-            watch.job.id, watch.job.task, watch.queue.name, GRACE,
+            watch.job.id, watch.job.task, watch.queue.name, watch.grace,
             "time limit" if watch.kind is JobTimeLimitExceeded else "cancel",
             watch.kind.__name__,
         )  # fmt: skip

@@ -52,6 +52,12 @@ def queue_time_limits(queues: Sequence[Queue]) -> dict[str, float | None]:
             for q in queues}  # fmt: skip
 
 
+def queue_graces(queues: Sequence[Queue]) -> dict[str, float]:
+    """Each queue's ``TIME_LIMIT_GRACE``: how long a job may go on after its time limit or its
+    cancel before its lease lapses (in process mode: its worker process is ended)."""
+    return {q.name: float(conf.QUEUES[q.name]["TIME_LIMIT_GRACE"]) for q in queues}
+
+
 def job_time_limit(job: Job, default: float | None) -> float | None:
     """The limit ``job`` runs under: its own, else its queue's ``default``."""
     own = job.meta.get(META_KEY)

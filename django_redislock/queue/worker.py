@@ -32,13 +32,13 @@ from ..redis.durability import redis_durability_warnings
 from .background import Background
 from .core import Job, Queue, get_queue
 from .leases import Leases
-from .limits import GRACE, TimeLimits
+from .limits import TimeLimits
 from .registry import Heartbeat
 from .runner import Runner
 from .schedule import Scheduler
 from .scripts import MAX_BATCH
 from .supervisor import HARD_STOPPED
-from .time_limits import queue_time_limits
+from .time_limits import queue_graces, queue_time_limits
 from .waiter import Waiter
 
 __all__ = ["Worker"]
@@ -109,10 +109,12 @@ class Worker:
         inline = concurrency == 1
         self.leases = Leases(self.queues, self.id, one_at_a_time=inline, renew_every=beat,
                              stopping=self.stopping)  # fmt: skip
-        # A job still running GRACE after its limit or its cancel: its lease lapses; in
-        # process mode (hard_stop), this process ends, and the supervisor replaces it.
+        # A job still running its queue's TIME_LIMIT_GRACE after its limit or its cancel:
+        # its lease lapses; in process mode (hard_stop), this process ends, and the
+        # supervisor replaces it.
         overdue = self._hard_stop if hard_stop else self.leases.stop_renewing
-        self.limits = TimeLimits(queue_time_limits(self.queues), overdue)
+        self.limits = TimeLimits(queue_time_limits(self.queues), overdue,
+                                 queue_graces(self.queues))  # fmt: skip
         self.leases.on_cancel = self.limits.cancel  # queue.cancel() of a running job
         self.runner = Runner(self.leases, patience=lease, inline=inline, limits=self.limits)
         self.waiter = Waiter(self.client, [queue.keys.wake for queue in self.queues])
@@ -141,8 +143,9 @@ class Worker:
         """Stop ``job`` for sure (process mode): record its attempt as failed (a cancelled
         one ends dead as such), then end this process; the supervisor starts another. The
         other jobs running here run again when their leases run out."""
+        grace = self.limits.graces.get(queue.name, 0.0)
         message = (f"Job {job.id} ({job.task}) in {queue.name!r} was stopped for sure: its "
-                   f"worker process {os.getpid()} was ended {GRACE:g} s after its time limit "
+                   f"worker process {os.getpid()} was ended {grace:g} s after its time limit "
                    "or its cancel, which it did not heed.")  # fmt: skip
         logger.error("%s", message)
         try:

@@ -49,6 +49,9 @@ VALID_KEYS = {
     ("LOCK_RETRY_DELAY", "int"),
     ("LOCK_SHARDS", "int"),
     ("REDLOCK_NODES", "empty list"),
+    ("METRICS", "True"),
+    ("METRICS", "False"),
+    ("METRICS_TOKEN", "None"),
 }
 VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS if option != "ON_COMMIT"} | {
     ("ON_COMMIT", "True"),

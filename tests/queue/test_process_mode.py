@@ -158,10 +158,10 @@ def test_wrong_options_are_command_errors(
 def test_a_job_blocked_in_c_is_stopped_for_sure_and_its_process_replaced(
     server: RedisServer, settings: Any, how: str
 ) -> None:
-    """A soft limit (or a cancel) cannot interrupt ``time.sleep(60)``; GRACE (10 s) later
-    the worker process ends itself, the attempt is recorded, and another process runs the
-    next job."""
-    queues = {"default": {"LEASE": 30, "MAX_ATTEMPTS": 1}}
+    """A soft limit (or a cancel) cannot interrupt ``time.sleep(60)``; TIME_LIMIT_GRACE
+    later (1 s here; 10 s by default) the worker process ends itself, the attempt is recorded
+    (its message names the grace), and another process runs the next job."""
+    queues = {"default": {"LEASE": 30, "MAX_ATTEMPTS": 1, "TIME_LIMIT_GRACE": 1}}
     if how == "time limit":
         queues["default"]["TIME_LIMIT"] = 0.3
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": queues}
@@ -179,6 +179,7 @@ def test_a_job_blocked_in_c_is_stopped_for_sure_and_its_process_replaced(
             assert dead.error.startswith("Cancelled by ops")
         else:
             assert "was stopped for sure" in dead.error
+            assert "ended 1 s after its time limit" in dead.error
         queue.enqueue_many(tracked(2))
         wait_for(lambda: len(records()) == 2, 30)  # a new process took over
         assert stop(worker) == 0

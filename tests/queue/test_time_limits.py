@@ -18,7 +18,6 @@ import pytest
 from django_redislock import get_queue, get_redis
 from django_redislock.checks import check_settings
 from django_redislock.exceptions import JobTimeLimitExceeded
-from django_redislock.queue import limits as limits_module
 from django_redislock.queue.core import Queue
 from django_redislock.queue.jobs import Job
 from django_redislock.queue.limits import TimeLimits
@@ -47,10 +46,8 @@ def on_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
     get_redis().rpush(STATUS, f"{task_result.id} {task_result.status}")
 
 
-def work(concurrency: int, grace: float | None = None) -> None:
+def work(concurrency: int) -> None:
     """A worker process that reports its warnings and each task_finished in Redis."""
-    if grace is not None:
-        limits_module.GRACE = grace
     logging.getLogger("django_redislock").addHandler(ToRedis(logging.WARNING))
     signals.task_finished.connect(on_finished)
     Worker(["default"], concurrency=concurrency).run()
@@ -184,13 +181,14 @@ def test_jobs_ending_right_at_their_limit_leave_no_stray_exception(
 def test_a_job_ignoring_its_limit_loses_its_lease_after_the_grace(
     redis_backend: Backend, settings: Any, processes: Processes
 ) -> None:
-    """A job that swallows JobTimeLimitExceeded is named in a warning GRACE after its limit,
+    """A job that swallows JobTimeLimitExceeded is named in a warning its queue's
+    TIME_LIMIT_GRACE after its limit,
     and its lease is no longer renewed: it is delivered again (at-least-once) while the
     stuck attempt still runs, instead of holding the job forever."""
-    configure(settings, LEASE=1, TIME_LIMIT=0.2, MAX_ATTEMPTS=3)
+    configure(settings, LEASE=1, TIME_LIMIT=0.2, MAX_ATTEMPTS=3, TIME_LIMIT_GRACE=0.2)
     queue = get_queue()
     job = queue.enqueue(STUBBORN, [1, 6])
-    worker = processes.start(work, 2, 0.2)
+    worker = processes.start(work, 2)
     wait_for(lambda: len(strings(SWALLOWED)) >= 2)  # a second attempt was limited too
     assert strings(FINISHED) == []  # while the first still runs
     warnings = [line for line in strings(LOGS) if "after its time limit" in line]
