@@ -31,6 +31,7 @@ QUEUE_DEFAULTS: dict[str, Any] = {
     "RESULT_TTL": 86400.0,
     "ON_COMMIT": True,  # inside transaction.atomic(), push jobs when it commits
     "TIME_LIMIT": None,  # seconds a job may run before JobTimeLimitExceeded; None: no limit
+    "EAGER": False,  # enqueue runs the job at once, in-process, without Redis (tests)
 }
 
 ON_REDIS_ERROR_CHOICES = ("fail-closed", "fail-open")
