@@ -6,6 +6,7 @@ eager mode, the Tasks framework's immediate backend)."""
 from __future__ import annotations
 
 import os
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -100,7 +101,7 @@ def _make_due(queue: Queue) -> None:
 
 
 def _run(queue: Queue, job: Job, raise_errors: bool) -> Job:
-    started = job.started
+    started = job.started or int(time.time() * 1000)
     try:
         value = run_job(job)
     except Exception as exc:

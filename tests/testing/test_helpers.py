@@ -39,6 +39,7 @@ def test_run_jobs_runs_what_is_ready_and_records_each_outcome(queues: Backend) -
     ran = run_jobs()
     assert [job.id for job in ran.jobs] == [*(job.id for job in ok), bad.id]
     assert [job.result for job in ran.done] == ["1", "2", "3"]
+    assert all(0 < job.started <= job.finished for job in ran.jobs)
     assert [(job.id, job.state, job.error) for job in ran.failed] == [
         (bad.id, "scheduled", "ValueError: no")  # retried later: MAX_ATTEMPTS is 2
     ]
