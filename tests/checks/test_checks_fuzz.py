@@ -50,9 +50,9 @@ VALID_KEYS = {
     ("LOCK_SHARDS", "int"),
     ("REDLOCK_NODES", "empty list"),
 }
-VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS if option != "ON_COMMIT"} | {
-    ("ON_COMMIT", "True"),
-    ("ON_COMMIT", "False"),
+FLAGS = ("ON_COMMIT", "EAGER")
+VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS if option not in FLAGS} | {
+    *((flag, value) for flag in FLAGS for value in ("True", "False")),
     ("TIME_LIMIT", "None"),  # no limit
 }
 VALID_ENTRY_OPTIONS = {
