@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import fakeredis
 import pytest
 from django.core.cache.backends.redis import RedisCache
 from django.core.checks import run_checks
@@ -114,3 +115,22 @@ def test_every_redis_cache_passes_the_checks(
 ) -> None:
     settings.REDISLOCK = {"CACHE": alias, "REDLOCK_NODES": [alias]}
     assert not [e for e in run_checks() if e.id.startswith("django_redislock")]
+
+
+def test_fakeredis_behind_djangos_redis_cache(settings: Any) -> None:
+    # The README's testing recipe, with Django's RedisCache in place of django-redis.
+    settings.CACHES = {**settings.CACHES, "fake": {
+        "BACKEND": DJANGO, "LOCATION": "redis://fake-django-cache:6379/0",
+        "OPTIONS": {"connection_class": fakeredis.FakeRedisConnection},
+    }}  # fmt: skip
+    settings.REDISLOCK = {"CACHE": "fake"}
+    with Lock("fake", ttl=5) as lock:
+        assert get_redis().exists(lock.keys[0])
+    get_queue().enqueue("tests.testing.tasks.add", args=[1, 1])
+    assert [job.result for job in run_jobs().jobs] == ["2"]
+
+    async def hold() -> bool:
+        async with AsyncLock("fake-async", ttl=5) as held:
+            return await held.owned()
+
+    assert asyncio.run(hold())
