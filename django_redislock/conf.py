@@ -35,6 +35,7 @@ QUEUE_DEFAULTS: dict[str, Any] = {
     "TIME_LIMIT": None,  # seconds a job may run before JobTimeLimitExceeded; None: no limit
     # seconds a job may go on after its time limit or cancel before it is stopped for sure
     "TIME_LIMIT_GRACE": 10.0,
+    "EAGER": False,  # enqueue runs the job at once, in-process, without Redis (tests)
 }
 
 ON_REDIS_ERROR_CHOICES = ("fail-closed", "fail-open")

@@ -12,6 +12,7 @@ from django.core.checks import CheckMessage, Error
 
 from ..conf import DEFAULTS, ON_REDIS_ERROR_CHOICES, user_settings
 from ..redis import sentinel
+from ..redis.clients import SUPPORTED_CACHES, cache_kind
 from ..redis.durability import redis_durability_warnings, unverified
 from .metrics import check_metrics, check_metrics_token
 from .queues import check_queues, check_schedule
@@ -133,12 +134,14 @@ def _check_nodes(value: Any) -> Iterable[Error]:
                 "redis+sentinel:// URL.",
                 10,
             )
+        elif isinstance(caches, dict) and node in caches:
+            yield from _check_redis_cache("REDISLOCK['REDLOCK_NODES']", node, caches[node])
         else:
             yield from _check_sentinel_url(f"REDISLOCK['REDLOCK_NODES'] entry {node!r}", node)
 
 
 VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
-    "CACHE": _type("CACHE", (str,), "the alias of a django-redis cache in CACHES"),
+    "CACHE": _type("CACHE", (str,), "the alias of a Redis cache in CACHES"),
     "URL": _check_url,
     "CLUSTER": _type("CLUSTER", (bool,), "True or False"),
     "KEY_PREFIX": _check_prefix,
@@ -187,15 +190,20 @@ def _check_connection(raw: dict[str, Any]) -> Iterable[Error]:
     if alias not in caches:
         yield error(
             f"REDISLOCK['CACHE'] names the cache {alias!r}, which is not in CACHES.",
-            "Name a django-redis cache alias from CACHES, or set REDISLOCK['URL'].",
+            "Name a Redis cache alias from CACHES, or set REDISLOCK['URL'].",
             5,
         )
-    elif not isinstance(caches[alias], dict) or not str(
-        caches[alias].get("BACKEND", "")
-    ).startswith("django_redis."):
+    else:
+        yield from _check_redis_cache("REDISLOCK['CACHE']", alias, caches[alias])
+
+
+def _check_redis_cache(where: str, alias: str, cache: Any) -> Iterable[Error]:
+    backend = cache.get("BACKEND") if isinstance(cache, dict) else None
+    if cache_kind(backend) is None:
         yield error(
-            f"The cache {alias!r} named by REDISLOCK['CACHE'] is not a django-redis cache.",
-            "Use a cache with BACKEND 'django_redis.cache.RedisCache', or set REDISLOCK['URL'].",
+            f"The cache {alias!r} named by {where} is not a Redis cache (BACKEND "
+            f"{short(backend)}).",
+            f"Use a cache whose BACKEND is {SUPPORTED_CACHES}, or set REDISLOCK['URL'].",
             6,
         )
 

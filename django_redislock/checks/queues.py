@@ -25,10 +25,16 @@ QUEUE_BOUNDS_WHY = (
     "LEASE and RESULT_TTL are seconds from 1 to a year, RETRY_BACKOFF seconds above 0, "
     "TIME_LIMIT_GRACE seconds from 0.1 to a year, MAX_ATTEMPTS a whole number from 1 to 1000."
 )
-QUEUE_FLAGS = {"ON_COMMIT"}  # True or False
+# True or False, and what each does
+QUEUE_FLAGS = {
+    "ON_COMMIT": "ON_COMMIT: True (the default) pushes a job enqueued inside "
+    "transaction.atomic() when it commits, False at once.",
+    "EAGER": "EAGER: True runs each job at once in the process that enqueues it, without "
+    "Redis (for tests); False (the default) queues it for a worker.",
+}
 # None (no limit) or seconds above 0: a job running longer gets JobTimeLimitExceeded.
 QUEUE_LIMITS = {"TIME_LIMIT": Bounds(0, above=True)}
-assert set(QUEUE_BOUNDS) | QUEUE_FLAGS | set(QUEUE_LIMITS) == set(QUEUE_DEFAULTS)
+assert set(QUEUE_BOUNDS) | set(QUEUE_FLAGS) | set(QUEUE_LIMITS) == set(QUEUE_DEFAULTS)
 # Ticks closer than this keep the scheduler doing nothing but Redis round trips.
 EVERY_BOUNDS = Bounds(0.1)
 SCHEDULE_HINT = (
@@ -67,8 +73,7 @@ def check_queues(value: Any) -> Iterable[Error]:
                 if not isinstance(option_value, bool):
                     yield error(
                         f"{where} is {short(option_value)}; it must be True or False.",
-                        "ON_COMMIT: True (the default) pushes a job enqueued inside "
-                        "transaction.atomic() when it commits, False at once.",
+                        QUEUE_FLAGS[option],
                         9,
                     )
                 continue

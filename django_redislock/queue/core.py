@@ -43,6 +43,7 @@ class Queue(Producing, WorkerCalls, Operations):
         self.retry_backoff = float(options["RETRY_BACKOFF"])
         self.result_ttl = float(options["RESULT_TTL"])
         self.on_commit = bool(options["ON_COMMIT"])
+        self.eager = bool(options["EAGER"])
         self.keys = QueueKeys(conf.KEY_PREFIX, name)
         self.base = self.keys.base
         self.client = get_redis(using)

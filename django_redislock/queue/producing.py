@@ -13,6 +13,7 @@ from ..metrics.tracing import traced_enqueue, traced_enqueue_many
 from ..redis.clients import run_script
 from ..redis.scripts import LuaScript
 from .arguments import JOB_ARGUMENTS, checked_job_id, job_values, new_id, new_ids
+from .eager import run_eagerly
 from .enqueue_scripts import ADD, ENQUEUE
 from .jobs import Job, JobState, text
 from .keys import QueueKeys
@@ -31,6 +32,7 @@ class Producing:
     client: Any
     keys: QueueKeys
     on_commit: bool
+    eager: bool  # EAGER: run each job at once, here (see ``eager``)
 
     def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
         raise NotImplementedError
@@ -69,6 +71,8 @@ class Producing:
         values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
         made = (job_id, task, args, kwargs, priority, meta)
         alias = commit_alias(database(using, db)) if self.on_commit else None
+        if self.eager:
+            return run_eagerly(self.name, [made], alias)[0]
         if alias is None:
             return self._made(*made, self._push(values, fresh, replace))
         push = partial(self._push, values, fresh, replace)
@@ -106,6 +110,8 @@ class Producing:
         Inside ``transaction.atomic()``, pushed when it commits, as ``enqueue``."""
         flat, made, fresh = self._checked(jobs)
         alias = commit_alias(database(using, db)) if self.on_commit else None
+        if self.eager:
+            return run_eagerly(self.name, made, alias)
         if alias is None:
             return self._push_many(flat, made, fresh, replace, "", 0)
         push = partial(self._push_many, flat, made, fresh, replace, "", 0)

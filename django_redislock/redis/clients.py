@@ -1,4 +1,5 @@
-"""Redis clients: one per process and per ``using``, from a django-redis cache alias or a URL."""
+"""Redis clients: one per process and per ``using``, from a Redis cache alias (django-redis,
+or Django's own ``RedisCache``) or a URL."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ _clients_lock = threading.Lock()
 def get_redis(using: str | None = None) -> Any:
     """The client for ``using``: a cache alias, a Redis URL (``redis+sentinel://`` included,
     see ``sentinel``), or None for the configured default (``REDISLOCK['URL']`` if set, else
-    the django-redis cache ``REDISLOCK['CACHE']``).
+    the Redis cache ``REDISLOCK['CACHE']``: see ``cache_client``).
 
     The client is built on first use and kept for the life of the process (redis-py pools
     reconnect by themselves after a fork)."""
@@ -67,7 +68,7 @@ def is_cluster(client: Any) -> bool:
 
 
 class Target(NamedTuple):
-    """Where ``using`` points: a Redis URL (``cluster``: a Cluster's), or a django-redis cache."""
+    """Where ``using`` points: a Redis URL (``cluster``: a Cluster's), or a Redis cache."""
 
     url: str | None
     cluster: bool = False
@@ -92,10 +93,61 @@ def target(using: str | None) -> Target:
 def _connect(using: str | None) -> Any:
     where = target(using)
     if where.url is None:
+        return cache_client(str(where.cache))
+    return _from_url(where.url, cluster=where.cluster)
+
+
+# What a cache alias may name: its BACKEND (or a subclass of it).
+DJANGO_REDIS_CACHE = "django.core.cache.backends.redis.RedisCache"
+SUPPORTED_CACHES = (
+    "django-redis ('django_redis.cache.RedisCache') or Django's own Redis cache "
+    f"({DJANGO_REDIS_CACHE!r})"
+)
+
+
+def cache_kind(backend: Any) -> str | None:
+    """``"django-redis"`` or ``"django"`` for a cache BACKEND path this app can take its
+    connection from (a subclass of either included), else None. Never raises."""
+    if not isinstance(backend, str):
+        return None
+    if backend.startswith("django_redis."):
+        return "django-redis"
+    if backend == DJANGO_REDIS_CACHE:
+        return "django"
+    try:
+        from django.core.cache.backends.redis import RedisCache
+        from django.utils.module_loading import import_string
+
+        cls = import_string(backend)
+    except Exception:  # a typo or a missing package: Django's own checks say so
+        return None
+    if isinstance(cls, type) and issubclass(cls, RedisCache):
+        return "django"
+    return None
+
+
+def cache_client(alias: str) -> Any:
+    """The redis-py client of the Redis cache ``alias``: django-redis's own connection, or,
+    for Django's ``RedisCache``, a client on the pool the cache writes through (its first
+    server, with its OPTIONS: pool class, connection class, password...)."""
+    caches_setting: dict[str, dict[str, Any]] = getattr(settings, "CACHES", {})
+    backend = caches_setting[alias].get("BACKEND")
+    kind = cache_kind(backend)
+    if kind == "django-redis":
         from django_redis import get_redis_connection
 
-        return get_redis_connection(where.cache)
-    return _from_url(where.url, cluster=where.cluster)
+        return get_redis_connection(alias)
+    if kind == "django":
+        from django.core.cache import caches
+
+        # An instance of our own: ``caches[alias]`` is one per thread, and this client is
+        # shared by every thread of the process (redis-py pools are thread-safe).
+        cache: Any = caches.create_connection(alias)
+        return cache._cache.get_client(None, write=True)
+    raise ImproperlyConfigured(
+        f"django-redislock: the cache {alias!r} ({backend}) is not a Redis cache; use "
+        f"{SUPPORTED_CACHES}, or set REDISLOCK['URL']."
+    )
 
 
 def _from_url(url: str, *, cluster: bool) -> Any:

@@ -13,7 +13,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .clients import URL_SCHEMES
+from .clients import URL_SCHEMES, get_redis
 from .sentinel import is_sentinel_url, master_client
 
 # Connect and read timeout of a URL node, and the longest a round waits for replies: a node
@@ -25,8 +25,8 @@ NODE_TIMEOUT = 0.5
 _FAILED = (redis.RedisError, OSError)  # what a node shows in place of a reply when it fails
 UNREACHABLE = (redis.ConnectionError, redis.TimeoutError, OSError)
 
-# URL node clients of this process. Cache-alias clients are not kept here: django-redis keeps
-# them and rebuilds them when CACHES changes, while a URL names its server whatever the settings.
+# URL node clients of this process (cache aliases are kept by ``get_redis``, which drops
+# them when CACHES changes, while a URL names its server whatever the settings).
 _clients: dict[str, Any] = {}
 os.register_at_fork(after_in_child=_clients.clear)
 
@@ -34,9 +34,7 @@ os.register_at_fork(after_in_child=_clients.clear)
 def node_client(node: str) -> Any:
     """The client of one Redlock node: a cache alias or a Redis URL."""
     if not node.startswith(URL_SCHEMES):
-        from django_redis import get_redis_connection
-
-        return get_redis_connection(node)
+        return get_redis(node)  # kept per process, dropped when CACHES changes
     client = _clients.get(node)
     if client is None:
         # No connect retries (redis.Redis() defaults to ten, with backoff): a dead node should

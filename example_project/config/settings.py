@@ -62,7 +62,9 @@ DATABASES = {
     }
 }
 
-REDIS_URL = os.environ.get("REDIS_URL") or embedded_redis.url(BASE_DIR / "redis.db")
+REDIS_URL = os.environ.get("REDIS_URL") or embedded_redis.url(
+    Path(os.environ.get("SHOP_REDIS_FILE", BASE_DIR / "redis.db"))
+)
 CACHES = {
     "default": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": REDIS_URL},
 }

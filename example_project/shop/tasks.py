@@ -24,12 +24,17 @@ def unpaid_seconds() -> float:
     return float(getattr(settings, "SHOP_UNPAID_SECONDS", 15 * 60))
 
 
+def close_job_id(order_id: int) -> str:
+    """The id of an order's close-if-unpaid job: known from the order, so paying can cancel it."""
+    return f"close:{order_id}"
+
+
 def schedule_close(order: Order) -> None:
-    """Queue the order's close-if-unpaid job (job id ``close:<pk>``, so paying can cancel it)."""
+    """Queue the order's close-if-unpaid job."""
     get_queue().enqueue(
         "shop.tasks.close_if_unpaid",
         args=[order.pk],
-        job_id=f"close:{order.pk}",
+        job_id=close_job_id(order.pk),
         delay=unpaid_seconds(),
     )
 

@@ -15,7 +15,7 @@ from django_redislock.exceptions import ReservationExpired
 from django_redislock.fencing import fenced_update
 
 from .models import Order, PointsAccount, Product, Redemption
-from .tasks import close, schedule_close, unpaid_seconds
+from .tasks import close, close_job_id, schedule_close, unpaid_seconds
 
 # Stands in for the slow part of a real sale (the payment provider, the warehouse): the
 # window in which concurrent buyers all see the last item in stock.
@@ -73,7 +73,7 @@ def pay(request: HttpRequest, order_id: int) -> JsonResponse:
     if not paid:
         order.refresh_from_db()
         return JsonResponse({"error": order.status}, status=409)
-    get_queue().cancel(f"close:{order_id}")  # no longer needed
+    get_queue().cancel(close_job_id(order_id))  # no longer needed
     return JsonResponse({"order": order_id, "status": "paid"})
 
 

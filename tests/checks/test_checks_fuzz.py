@@ -53,9 +53,9 @@ VALID_KEYS = {
     ("METRICS", "False"),
     ("METRICS_TOKEN", "None"),
 }
-VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS if option != "ON_COMMIT"} | {
-    ("ON_COMMIT", "True"),
-    ("ON_COMMIT", "False"),
+FLAGS = ("ON_COMMIT", "EAGER")
+VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS if option not in FLAGS} | {
+    *((flag, value) for flag in FLAGS for value in ("True", "False")),
     ("TIME_LIMIT", "None"),  # no limit
 }
 VALID_ENTRY_OPTIONS = {

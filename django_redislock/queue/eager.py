@@ -1,0 +1,88 @@
+"""Eager mode, a queue's ``EAGER`` option (for tests and development): ``enqueue`` runs the
+job at once, in the calling thread, through the worker's own ``run_job`` (the same task
+lookup, signals and JSON result), and returns the job as it ended. Nothing is written to
+Redis, so no server is needed.
+
+As RQ's ``is_async=False`` and Django's ``ImmediateBackend`` do, a failure is recorded, not
+raised: the job comes back dead with its error and traceback (the Tasks framework logs it).
+One attempt only; ``delay``/``at`` and ``time_limit`` are not waited for, ids are not
+de-duplicated. Inside ``transaction.atomic()`` (with ``ON_COMMIT``) the job runs when the
+transaction commits, as a worker would only see it then; the job returned is then the one
+queued (ready).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+
+from .jobs import AttemptError, Job, JobState, dumps, error_text, trimmed
+
+logger = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def finished(job: Job, result: str, started: int) -> Job:
+    """``job`` (its attempt charged) done, with its return value as JSON text."""
+    return dataclasses.replace(job, state=JobState.DONE.value, result=result, started=started,
+                               finished=_now_ms(), lease=None)  # fmt: skip
+
+
+def failed(job: Job, exc: BaseException, trace: str, state: JobState, started: int) -> Job:
+    """``job`` (its attempt charged) after it raised ``exc``: in ``state`` with the error."""
+    message, error_class = error_text(exc)
+    trace = trimmed(trace)
+    attempt = AttemptError(message, error_class, trace, job.worker or "")
+    return dataclasses.replace(
+        job, state=state.value, error=message, error_class=error_class, traceback=trace,
+        errors=(*job.errors, attempt), started=started, finished=_now_ms(), lease=None,
+    )  # fmt: skip
+
+
+def run_now(job: Job) -> Job:
+    """Run ``job`` once, here and now, and return it as it ended: done with its result, or
+    dead with what it raised (``KeyboardInterrupt`` and ``SystemExit`` propagate: in the
+    caller's own process they are the caller's)."""
+    from .runner import run_job  # the runner imports the queue, which imports this module
+
+    started = _now_ms()
+    job = dataclasses.replace(job, attempts=job.attempts + 1, state=JobState.RUNNING.value)
+    try:
+        value = run_job(job)
+    except Exception as exc:
+        logger.info("Job %s (%s) in %r failed (eager mode): %s", job.id, job.task, job.queue,
+                    type(exc).__name__)  # fmt: skip
+        return failed(job, exc, traceback.format_exc(), JobState.DEAD, started)
+    return finished(job, value, started)
+
+
+Made = tuple[str, Any, Sequence[Any], Mapping[str, Any], Any, Any]
+
+
+def run_eagerly(queue_name: str, made: Sequence[Made], commit_alias: str | None) -> list[Job]:
+    """The eager ``enqueue``: each job ``made`` (id, task, args, kwargs, priority, meta, as
+    checked) run now, or when the transaction on ``commit_alias`` commits."""
+    now = _now_ms()
+    jobs = []
+    for job_id, task, args, kwargs, priority, meta in made:
+        # Through JSON, as a worker reads them: the task sees lists, not tuples.
+        job = Job(job_id, queue_name, task, json.loads(dumps(list(args))),
+                  json.loads(dumps(dict(kwargs))), int(priority), score=now, enqueued=now,
+                  meta=dict(meta or {}))  # fmt: skip
+        if commit_alias is None:
+            jobs.append(run_now(job))
+        else:
+            transaction.on_commit(partial(run_now, job), using=commit_alias)
+            jobs.append(job)
+    return jobs
