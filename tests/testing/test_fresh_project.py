@@ -103,3 +103,17 @@ def test_a_fresh_project_runs_a_job_in_its_tests_without_redis(tmp_path: Path) -
     assert "Ran 3 tests" in done.stderr
     assert "OK" in done.stderr
     assert not os.path.exists(tmp_path / "dump.rdb")  # no server wrote anything here
+
+
+def test_the_fresh_project_uses_the_readme_recipe_as_written() -> None:
+    """The settings and test code above are the README's, not a variant of them: each
+    recipe line is in the README's "Testing your project" section."""
+    readme = (ROOT / "README.rst").read_text()
+    section = readme.split("Testing your project\n====================\n", 1)[1]
+    section = section.split("\n=====", 1)[0]
+    recipe = SETTINGS.split("# The README's test settings, as written there:\n", 1)[1]
+    readme_lines = {line.strip() for line in section.splitlines()}
+    for line in recipe.splitlines():
+        assert line.strip() in readme_lines, f"not in the README's recipe: {line!r}"
+    for used in ("@isolated_keys()", "run_jobs(scheduled=True)", '"EAGER": True'):
+        assert used in section
