@@ -25,7 +25,7 @@ logger = logging.getLogger("django_redislock.admin")
 
 PER_PAGE = 50
 # The pages every page links to
-TABS = ("dashboard_changelist", "locks", "semaphores", "stocks", "workers")
+TABS = ("dashboard_changelist", "locks", "semaphores", "stocks", "workers", "schedule")
 REFRESH_SECONDS = 5
 REDIS_ERRORS = (RedisUnavailable, redis.RedisError, redis.exceptions.RedisClusterException)
 
@@ -89,6 +89,10 @@ def requested_page(request: HttpRequest) -> int:
 class Rendering(_Mixin):
     def _url(self, name: str, *args: str) -> str:
         return reverse(f"{self.admin_site.name}:django_redislock_{name}", args=args)
+
+    def job_url(self, queue: str, job_id: str) -> str:
+        # The id goes in the query: any text survives there (slashes, "..", "?", "#").
+        return f"{self._url('job', queue)}?{urlencode({'id': job_id})}"
 
     def _confirm(self, request: HttpRequest, action: str, **fields: str) -> str:
         query = urlencode({**fields, "next": request.get_full_path()})

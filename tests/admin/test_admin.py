@@ -192,7 +192,7 @@ def test_unknown_action_queue_or_state_is_404(admin_client: Client) -> None:
     assert admin_client.get(url("confirm", "flush")).status_code == 404
     assert admin_client.post(url("action", "purge"), {"queue": "nope"}).status_code == 404
     assert admin_client.get(url("jobs", "nope", "dead")).status_code == 404
-    assert admin_client.get(url("jobs", "default", "done")).status_code == 404
+    assert admin_client.get(url("jobs", "default", "finished")).status_code == 404
 
 
 # --- actions ------------------------------------------------------------------------------
@@ -253,7 +253,8 @@ def test_retry_requeues_a_dead_job_with_attempts_reset(queue: Queue, admin_clien
     dead_job(queue, "failed")
     page = admin_client.get(url("jobs", "default", "dead"))
     assert "ValueError: card declined" in html(page)
-    assert "Traceback (most recent call last)" in html(page)
+    detail = admin_client.get(url("job", "default"), {"id": "failed"})  # the traceback's page
+    assert "Traceback (most recent call last)" in html(detail)
     done = confirm_and_post(admin_client, "retry", queue="default", job="failed")
     assert "was requeued" in html(done)
     job = queue.get("failed")
