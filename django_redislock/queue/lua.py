@@ -220,7 +220,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
     -- The results older than the TTL have expired: their entries go, oldest first, at most
     -- a thousand more than were added, so the index never outgrows what Redis keeps.
     local old = redis.call('ZCOUNT', index, '-inf', string.format('(%.0f', now - ttl))
-    if old > 0 then redis.call('ZREMRANGEBYRANK', index, 0, math.min(old, 1000 + #done) - 1) end
+    if old > 0 then redis.call('ZREMRANGEBYRANK', index, 0, math.min(old, 1000 + #done / 2) - 1) end
   end
   for _, s in ipairs(starting) do
     local ws, attempt = s[3] and (s[3] .. ',' .. worker) or worker, (num(s[2], 0) or 0) + 1
