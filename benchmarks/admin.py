@@ -141,7 +141,7 @@ def fill_finished(count: int) -> None:
         end = min(count, start + BATCH)
         queue.enqueue_many({"task": TASK, "args": [i]} for i in range(start, end))
         popped = queue.pop(end - start, worker="benchmark")
-        queue.fetch(0, finished=[(job, '{"ok": true, "n": %d}' % i) for i, job in
+        queue.fetch(0, finished=[(job, f'{{"ok": true, "n": {i}}}') for i, job in
                                  enumerate(popped, start)])  # fmt: skip
         progress(end)
 

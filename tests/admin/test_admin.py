@@ -491,8 +491,11 @@ def test_pages_refresh_themselves_until_paused(backend: Backend, admin_client: C
 
 
 def test_redis_unreachable_is_shown_not_a_500(admin_client: Client, settings: Any) -> None:
-    settings.REDISLOCK = {"URL": f"redis://127.0.0.1:{free_port()}/0", "QUEUES": QUEUES,
-                          "SCHEDULE": {"s": {"task": "tests.tasks.record", "every": 60}}}
+    settings.REDISLOCK = {
+        "URL": f"redis://127.0.0.1:{free_port()}/0",
+        "QUEUES": QUEUES,
+        "SCHEDULE": {"s": {"task": "tests.tasks.record", "every": 60}},
+    }
     for target in page_urls():
         response = admin_client.get(target)
         assert response.status_code == 503
