@@ -96,7 +96,9 @@ def test_the_done_index_is_trimmed_of_what_result_ttl_no_longer_keeps(
 # --- one job in full ----------------------------------------------------------------------
 
 
-def test_the_job_page_shows_everything_a_job_keeps(queue: Queue, admin_client: Client) -> None:
+def test_the_job_page_shows_everything_a_job_keeps(
+    queue: Queue, admin_client: Client, viewer: Client
+) -> None:
     queue.enqueue("tests.tasks.boom", args=[1, "two"], kwargs={"order": 7}, job_id="twice",
                   priority=100)  # fmt: skip
     [job] = queue.pop(worker="worker-a")
@@ -114,8 +116,11 @@ def test_the_job_page_shows_everything_a_job_keeps(queue: Queue, admin_client: C
         assert shown in text, shown
     assert re.search(r'data-field="state"><strong>dead<', text)
     assert re.search(r'data-field="attempts">2<', text)
+    seen = html(viewer.get(url("job", "default"), {"id": "twice"}))
+    assert "Traceback (second)" in seen
     for label in ["Retry", "Delete"]:
         assert f">{label}</a>" in text
+        assert f">{label}</a>" not in seen
     finish(queue, "paid", '{"receipt": "r-1"}')
     done = html(admin_client.get(url("job", "default"), {"id": "paid"}))
     assert "{&quot;receipt&quot;: &quot;r-1&quot;}" in done
