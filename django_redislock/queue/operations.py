@@ -85,6 +85,9 @@ class Operations:
                 raise ValueError(f"{name} must be an int >= 0, not {value!r}.")
         if limit > MAX_BATCH:
             raise ValueError(f"limit must be at most {MAX_BATCH}, not {limit}.")
+        listed = [s.value for s in (*LISTED_STATES, JobState.DONE)]
+        if state not in listed:
+            raise ValueError(f"state must be one of {', '.join(listed)}, not {state!r}.")
         if limit == 0:
             return []
         done = state == JobState.DONE
