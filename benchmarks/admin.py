@@ -176,7 +176,9 @@ def fill_jobs(scheduled: int) -> dict[str, str]:
     for job in queue.pop(DEAD, lease=3600):
         queue.bury(job, RuntimeError("payment provider said no"), trace)
     queue.enqueue_many({"task": TASK, "args": [i]} for i in range(LEFT))
-    left = queue.pop(LEFT, lease=3600, worker="gone-worker")  # no registry entry: flagged
+    left = queue.pop(LEFT, lease=3600, worker="gone-worker")  # no registry entry, and...
+    renewed_ms = (time.time() - 60) * 1000  # ... no renewal for a minute: flagged
+    queue.client.zadd(queue.keys.run, {job.id: renewed_ms + 3600_000 for job in left}, xx=True)
     ids = {s: queue.jobs(s, 0, 1)[0].id for s in ("ready", "scheduled", "running", "dead")}
     return {**ids, "left": left[0].id}
 

@@ -33,15 +33,21 @@ def live_worker_ids() -> set[str] | None:
         return None
 
 
-def left_behind(job: Job, expiry_ms: float | None, live: set[str] | None, now: float) -> str:
+def left_behind(
+    queue: Queue, job: Job, expiry_ms: float | None, live: set[str] | None, now: float
+) -> str:
     """Why running ``job`` (its lease running out at ``expiry_ms``) looks left by its worker:
-    its lease ran out, or its worker has no registry entry; "" when neither. A job leased
-    by a consumer that is no worker (``Queue.pop`` with no worker id) has only its lease."""
-    if expiry_ms is not None and expiry_ms <= now * 1000:
+    its lease ran out, or its worker has no registry entry and renews the lease no more;
+    "" when neither. A job leased by a consumer that is no worker (``Queue.pop`` with no
+    worker id) has only its lease to tell."""
+    if expiry_ms is None:
+        return ""
+    if expiry_ms <= now * 1000:
         return f"its lease ran out {duration(now - expiry_ms / 1000)} ago"
     worker = job.worker or ""
-    if live is not None and worker not in ("", "-") and worker not in live:
-        return f"its worker {worker} is gone (no heartbeat)"
+    gone = live is not None and worker not in ("", "-") and worker not in live
+    if gone and queue.renewal_overdue(expiry_ms, now):
+        return f"its worker {worker} is gone (no heartbeat, its lease not renewed)"
     return ""
 
 
@@ -51,7 +57,7 @@ def _stale(t: Mapping[str, str]) -> tuple[Queue, Job, str, bool]:
     queue, job = job_in(t, JobState.RUNNING)
     expiry = queue.lease_expiry(job.id)
     now = time.time()
-    why = left_behind(job, expiry, live_worker_ids(), now)
+    why = left_behind(queue, job, expiry, live_worker_ids(), now)
     if not why:
         raise Gone(
             f"Job “{job.id}” of queue “{queue.name}” runs under a live worker with a valid "

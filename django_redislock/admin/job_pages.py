@@ -63,7 +63,8 @@ class JobPages(Rendering):
         self, request: HttpRequest, q: Queue, job: Job, score: int, live: set[str] | None,
         now: float, can_manage: bool,
     ) -> dict[str, Any]:  # fmt: skip
-        left = left_behind(job, score, live, now) if job.state == JobState.RUNNING else ""
+        running = job.state == JobState.RUNNING
+        left = left_behind(q, job, score, live, now) if running and score else ""
         return {
             "job": job,
             "url": self.job_url(q.name, job.id),
@@ -100,7 +101,7 @@ class JobPages(Rendering):
             live = live_worker_ids() if job.state == JobState.RUNNING else None
             row = self._row(request, q, job, expiry or 0, live, now, can(request, MANAGE))
             if expiry is None:  # not running (or just ended): no lease to speak of
-                row["left"], row["lease_in"] = "", None
+                row["lease_in"] = None
             return {"row": row, "job": job, "errors": list(enumerate(job.errors, start=1)),
                     "state_url": self._url("jobs", queue, job.state)
                     if job.state in STATES else ""}  # fmt: skip

@@ -104,13 +104,16 @@ return reply
 )
 
 # KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id  ARGV[2] the lease token the
-# caller saw  ARGV[3] "1": only if the lease ran out; "0": its worker is gone (the caller
-# found no registry entry for it, a key this script cannot be given on Cluster)  ARGV[4] the
-# error of the attempt it ends  ARGV[5] that error as a JSON object for the history
+# caller saw  ARGV[3] "1": only if the lease ran out; "0": only if its worker is gone: the
+# caller found no registry entry for it (a key this script cannot be given on Cluster), and
+# here its lease has not been renewed for ARGV[7] ms (a live worker renews it more often),
+# the lease being ARGV[6] ms  ARGV[4] the error of the attempt it ends  ARGV[5] that error as
+# a JSON object for the history
 # Gives a running job back to ready at once, as POP does when a lease runs out: a started
 # attempt is recorded as failed with ARGV[4]; a job asked to stop ends dead as cancelled, one
 # with a follow-up becomes it. Its worker, if it ever comes back, finds its lease lost.
-# 1; 0 when it is not running under that lease any more, or (ARGV[3] "1") its lease is valid.
+# 1; 0 when it is not running under that lease any more, or its lease is still valid
+# (ARGV[3] "1") or was renewed lately (ARGV[3] "0").
 REQUEUE_RUNNING = script(
     "requeue_running",
     """
@@ -121,6 +124,9 @@ local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel
 if not ok or not f[1] or f[1] ~= ARGV[2] then return 0 end
 local now = now_ms()
 if ARGV[3] == '1' and tonumber(expiry) > now then return 0 end
+if ARGV[3] ~= '1' and tonumber(expiry) - tonumber(ARGV[6]) > now - tonumber(ARGV[7]) then
+  return 0  -- renewed lately: its worker is alive, whatever the registry said
+end
 redis.call('ZREM', RUN, id)
 if f[3] then
   bury_cancelled(key, id, now, f[3], '; requeued from the admin before its worker stopped it')

@@ -34,6 +34,7 @@ class Operations:
     keys: QueueKeys
     max_attempts: int
     result_ttl: float
+    lease: float
 
     def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
         raise NotImplementedError
@@ -178,16 +179,27 @@ class Operations:
             removed += int(self.run(PURGE, [self.keys.dead, *keys], ids))
         return removed
 
+    def renewal_overdue(self, expiry_ms: float, now: float) -> bool:
+        """Whether a lease running out at ``expiry_ms`` was last renewed so long before
+        ``now`` that its worker cannot be alive: a worker renews its leases every beat,
+        min(5 s, LEASE / 3), and its registry entry lasts three beats; so does this."""
+        return expiry_ms - self.lease * 1000 <= (now - self._silence()) * 1000
+
+    def _silence(self) -> float:
+        return 3 * min(5.0, self.lease / 3)
+
     def requeue_running(self, job: Job, *, lease_ran_out: bool) -> bool:
         """Give back to ready at once a running ``job`` (as read, with its lease) whose lease
-        ran out (``lease_ran_out``, checked again in Redis) or whose worker the caller found
-        gone from the registry; its started attempt is recorded as failed. False when it
-        is no longer running under that lease, or its lease is still valid."""
+        ran out (``lease_ran_out``), or whose worker the caller found gone from the
+        registry; either is checked again in Redis (gone: its lease not renewed for three
+        beats). Its started attempt is recorded as failed. False when it is no longer
+        running under that lease, or looks alive after all."""
         why = "its lease ran out" if lease_ran_out else "its worker is gone"
         error = (f"Attempt {job.attempts} of {self.max_attempts} ended without an outcome: "
                  f"{why}; requeued from the admin.")  # fmt: skip
         entry = attempt_error(error, "", "", job.worker or "")
-        args = [job.id, job.lease or "", "1" if lease_ran_out else "0", error, entry]
+        args = [job.id, job.lease or "", "1" if lease_ran_out else "0", error, entry,
+                round(self.lease * 1000), round(self._silence() * 1000)]  # fmt: skip
         return bool(self.run(REQUEUE_RUNNING, [self.keys.job(job.id)], args))
 
     def delete(self, job_id: str) -> bool:

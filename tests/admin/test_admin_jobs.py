@@ -175,12 +175,19 @@ def test_a_job_whose_worker_is_gone_is_flagged_and_requeued_but_never_a_live_one
     queue.enqueue("tests.tasks.record", job_id="alive", priority=100)
     queue.pop(worker="live-worker")
     queue.enqueue("tests.tasks.record", job_id="orphan", priority=100)
-    queue.pop(worker="ghost")  # a worker id with no registry entry: killed, or gone
+    queue.pop(worker="ghost")  # a worker id with no registry entry: killed, or gone...
+    now_ms = queue.client.time()[0] * 1000
+    # ... and its lease last renewed 20 s ago (of 30 s): a live worker renews every 5 s.
+    queue.client.zadd(queue.keys.run, {"orphan": now_ms - 20_000 + 30_000}, xx=True)
+    queue.enqueue("tests.tasks.record", job_id="renewed", priority=100)
+    [renewed] = queue.pop(worker="unlisted")  # no registry entry, but renewed just now
     queue.enqueue("tests.tasks.record", job_id="popped")
     queue.pop()  # by plain code, no worker: only its lease could say
     page = html(admin_client.get(url("jobs", "default", "running")))
     flagged = re.findall(r'<tr data-job="([^"]+)" class="left-behind">', page)
     assert flagged == ["orphan"]
+    assert not queue.requeue_running(renewed, lease_ran_out=False)  # Redis checks it too
+    assert not queue.requeue_running(renewed, lease_ran_out=True)
     assert "its worker ghost is gone" in page
     assert page.count(">Requeue now</a>") == 1
     assert ">Requeue now</a>" not in html(viewer.get(url("jobs", "default", "running")))
@@ -195,7 +202,7 @@ def test_a_job_whose_worker_is_gone_is_flagged_and_requeued_but_never_a_live_one
     assert (job.state, job.lease, job.attempts) == ("ready", None, 1)
     assert "its worker is gone; requeued from the admin" in job.errors[-1].error
     assert LogEntry.objects.get().action_flag == CHANGE
-    assert {j.id for j in queue.jobs("running")} == {"alive", "popped"}
+    assert {j.id for j in queue.jobs("running")} == {"alive", "renewed", "popped"}
 
 
 def confirm_and_post_anyway(client: Client, action: str, job_id: str) -> Any:
