@@ -103,6 +103,7 @@ class JobPages(Rendering):
             if expiry is None:  # not running (or just ended): no lease to speak of
                 row["lease_in"] = None
             return {"row": row, "job": job, "errors": list(enumerate(job.errors, start=1)),
+                    "settled": job.state in (JobState.DEAD, JobState.DONE),
                     "state_url": self._url("jobs", queue, job.state)
                     if job.state in STATES else ""}  # fmt: skip
 

@@ -113,7 +113,10 @@ class Rendering(_Mixin):
         except REDIS_ERRORS as exc:
             logger.warning("Admin page %s: Redis failed: %s", request.path, exc)
             context, status = {"redis_error": exc}, 200 if corrupt(exc) else 503
-        paused = request.GET.get("refresh") == "off"
+        # A page whose content can no longer change (a dead or finished job) is not reloaded
+        # under its reader (a traceback opened would close every few seconds).
+        settled = bool(context.get("settled"))
+        paused = request.GET.get("refresh") == "off" or settled
         context.update(extra or {}, refresh=0 if paused else REFRESH_SECONDS, live=True)
         return self._render(request, template, title, context, status)
 

@@ -125,6 +125,11 @@ def test_the_job_page_shows_everything_a_job_keeps(
     done = html(admin_client.get(url("job", "default"), {"id": "paid"}))
     assert "{&quot;receipt&quot;: &quot;r-1&quot;}" in done
     assert re.search(r'data-field="state"><strong>finished<', done)
+    assert 'http-equiv="refresh"' not in done  # it cannot change: not reloaded under its reader
+    assert "auto-refresh" not in done
+    queue.enqueue("tests.tasks.record", job_id="pending", delay=60)
+    pending = html(admin_client.get(url("job", "default"), {"id": "pending"}))
+    assert 'http-equiv="refresh"' in pending
     missing = admin_client.get(url("job", "default"), {"id": "never"})
     assert missing.status_code == 200
     assert "No job <code>never</code>" in html(missing)
