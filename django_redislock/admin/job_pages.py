@@ -53,10 +53,10 @@ class JobPages(Rendering):
                 "flagged": sum(1 for row in rows if row["left"]),
             }  # fmt: skip
 
-        title = f"{'Finished' if state == JobState.DONE else state.capitalize()} jobs of " \
-                f"queue “{queue}”"  # fmt: skip
+        shown = "finished" if state == JobState.DONE else state
         extra = {"tab": "queues", "queue": queue, "state": state,
-                 "job_nouns": f"{state} job,{state} jobs"}  # fmt: skip
+                 "job_nouns": f"{shown} job,{shown} jobs"}  # fmt: skip
+        title = f"{shown.capitalize()} jobs of queue “{queue}”"
         return self._page(request, "jobs.html", title, load, extra)
 
     def _row(

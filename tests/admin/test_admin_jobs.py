@@ -67,6 +67,7 @@ def test_finished_jobs_are_listed_newest_first_with_their_result(
     page = admin_client.get(url("jobs", "default", "done"))
     assert page.status_code == 200
     assert "Finished (2)" in html(page)
+    assert "2 finished jobs" in html(page)
     assert rows(page, "jobs") == 2
     assert "{&quot;total&quot;: 1}" in html(page)
     dashboard = html(admin_client.get(url("dashboard_changelist")))
