@@ -146,6 +146,8 @@ def _release_semaphore(t: Mapping[str, str]) -> str:
 
 
 def job_in(t: Mapping[str, str], *states: str) -> tuple[Queue, Job]:
+    """The queue and job the target names; Gone when the job is missing or in none of
+    ``states``."""
     queue = get_queue(t["queue"])
     try:
         job = queue.get(t["job"])

@@ -60,7 +60,7 @@ def _stale(t: Mapping[str, str]) -> tuple[Queue, Job, str, bool]:
     why = left_behind(queue, job, expiry, live_worker_ids(), now)
     if not why:
         raise Gone(
-            f"Job “{job.id}” of queue “{queue.name}” runs under a live worker with a valid "
+            f"Job “{job.id}” of queue “{queue.name}” runs under a live worker that renews its "
             "lease; it is not requeued (it would run twice)."
         )
     return queue, job, why, expiry is not None and expiry <= now * 1000
@@ -70,7 +70,7 @@ def _describe_requeue_running(t: Mapping[str, str]) -> dict[str, Any]:
     queue, job, why, _ = _stale(t)
     return {
         "summary": f"Requeue running job “{job.id}” ({job.task}) of queue “{queue.name}” now: "
-        f"{why}. It is made ready at once; its attempt counts as failed.",
+        f"{why}. It is made ready at once; an attempt it started counts as failed.",
         "warning": "Its worker, should it come back, finds its lease lost and cannot finish "
         "it; but what it did until then is not undone.",
         "job": job,

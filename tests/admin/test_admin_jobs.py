@@ -200,7 +200,7 @@ def test_a_job_whose_worker_is_gone_is_flagged_and_requeued_but_never_a_live_one
     fields = {"queue": "default", "job": "orphan"}
     assert viewer.post(url("action", "requeue_running"), fields).status_code == 403
     refused = confirm_and_post_anyway(admin_client, "requeue_running", "alive")
-    assert "runs under a live worker with a valid lease" in html(refused)
+    assert "runs under a live worker that renews its lease" in html(refused)
     assert queue.get("alive").state == "running"
     done = confirm_and_post(admin_client, "requeue_running", **fields)
     assert "was made ready again" in html(done)
