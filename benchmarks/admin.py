@@ -9,7 +9,8 @@ own on a free port; Django runs on an in-memory SQLite database. The Redis gets:
 
 * ``--jobs`` scheduled jobs in queue "default", due in 1 hour to 1 day, enqueued with
   ``Queue.enqueue_many``, 1,000 per call; 1 % of that ready; 200 running (leased by four
-  registered workers) and 1,000 dead (leased and buried, with a traceback);
+  registered workers) and 5 left by a worker that is gone (flagged); 1,000 dead (leased and
+  buried, with a traceback); ``--finished`` finished jobs kept with their result;
 * ``--locks`` held locks (TTL 600 s) taken by the lock's own acquire script, pipelined 1,000
   at a time, so each has its owner, TTL, index entries, a fence (every other one) and a
   waiter (one in a hundred). Named ``lock:<number>``, zero-padded: prefix searches match a
@@ -53,7 +54,12 @@ LOCK_TTL = 600
 TARGET_MS = 200.0
 TASK = "benchmarks.queue_tasks.redislock_noop"
 QUEUE = "default"
-RUNNING, DEAD, WORKERS = 200, 1000, 4
+RUNNING, DEAD, WORKERS, LEFT = 200, 1000, 4, 5
+SCHEDULE = {
+    "sweep": {"task": TASK, "every": 60},
+    "nightly": {"task": TASK, "cron": "0 3 * * *"},
+    "often": {"task": TASK, "every": 5, "args": [1]},
+}
 PER_PAGE = 50
 DEEP_JOB_PAGE = 10_000
 
@@ -125,6 +131,21 @@ class Progress:
         sys.stderr.flush()
 
 
+def fill_finished(count: int) -> None:
+    """``count`` jobs run and acknowledged with a result (kept for RESULT_TTL)."""
+    from django_redislock import get_queue
+
+    queue = get_queue(QUEUE)
+    progress = Progress("finished jobs", count)
+    for start in range(0, count, BATCH):
+        end = min(count, start + BATCH)
+        queue.enqueue_many({"task": TASK, "args": [i]} for i in range(start, end))
+        popped = queue.pop(end - start, worker="benchmark")
+        queue.fetch(0, finished=[(job, f'{{"ok": true, "n": {i}}}') for i, job in
+                                 enumerate(popped, start)])  # fmt: skip
+        progress(end)
+
+
 def fill_jobs(scheduled: int) -> dict[str, str]:
     """The queue's jobs in every state; returns a job id of each state (for the actions)."""
     from django_redislock import get_queue
@@ -154,7 +175,12 @@ def fill_jobs(scheduled: int) -> dict[str, str]:
     trace = "Traceback (most recent call last):\n" + '  File "shop/tasks.py", line 12\n' * 20
     for job in queue.pop(DEAD, lease=3600):
         queue.bury(job, RuntimeError("payment provider said no"), trace)
-    return {s: queue.jobs(s, 0, 1)[0].id for s in ("ready", "scheduled", "running", "dead")}
+    queue.enqueue_many({"task": TASK, "args": [i]} for i in range(LEFT))
+    left = queue.pop(LEFT, lease=3600, worker="gone-worker")  # no registry entry, and...
+    renewed_ms = (time.time() - 60) * 1000  # ... no renewal for a minute: flagged
+    queue.client.zadd(queue.keys.run, {job.id: renewed_ms + 3600_000 for job in left}, xx=True)
+    ids = {s: queue.jobs(s, 0, 1)[0].id for s in ("ready", "scheduled", "running", "dead")}
+    return {**ids, "left": left[0].id}
 
 
 def lock_name(i: int, count: int) -> str:
@@ -237,7 +263,16 @@ def pages(jobs: dict[str, str], counts: dict[str, int], locks: int) -> list[tupl
         ("confirm retry", url("confirm", "retry", queue=QUEUE, job=jobs["dead"])),
         ("confirm delete", url("confirm", "delete", queue=QUEUE, job=jobs["ready"])),
         ("confirm purge dead", url("confirm", "purge", queue=QUEUE)),
+        ("confirm retry all dead", url("confirm", "retry_all", queue=QUEUE)),
+        ("confirm requeue now", url("confirm", "requeue_running", queue=QUEUE,
+                                    job=jobs["left"])),
+        ("job dead", url("job", QUEUE, id=jobs["dead"])),
+        ("job running", url("job", QUEUE, id=jobs["left"])),
+        ("job scheduled", url("job", QUEUE, id=jobs["scheduled"])),
+        ("schedule", url("schedule")),
     ]  # fmt: skip
+    if jobs.get("done"):
+        found.append(("job finished", url("job", QUEUE, id=jobs["done"])))
     return found
 
 
@@ -251,18 +286,22 @@ def time_page(client: Any, url: str, runs: int) -> tuple[list[float], int]:
     return took, status
 
 
-def measure(r: redis.Redis, jobs: int, locks: int, runs: int) -> list[Row]:
+def measure(r: redis.Redis, jobs: int, locks: int, runs: int, finished: int) -> list[Row]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
     from django_redislock import get_queue, get_redis
 
     r.flushdb()
-    print(f"Filling: {jobs:,} scheduled jobs, {locks:,} held locks", flush=True)
+    print(f"Filling: {jobs:,} scheduled jobs, {finished:,} finished, {locks:,} held locks",
+          flush=True)  # fmt: skip
+    fill_finished(finished)
     ids = fill_jobs(jobs)
+    done = get_queue(QUEUE).jobs("done", 0, 1)
+    ids["done"] = done[0].id if done else ""
     fill_locks(get_redis(), locks)
     memory = r.info("memory")["used_memory_human"]
-    counts = get_queue(QUEUE).counts()
+    counts = get_queue(QUEUE).counts(done=True)
     print(f"Redis used_memory_human: {memory}; {r.dbsize():,} keys; jobs {counts}\n", flush=True)
 
     user, _ = get_user_model().objects.get_or_create(
@@ -299,6 +338,8 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     parser.add_argument("--jobs", type=int, default=1_000_000, help="scheduled jobs")
     parser.add_argument("--locks", type=int, default=100_000, help="held locks")
     parser.add_argument("--runs", type=int, default=20, help="timed loads of each page")
+    parser.add_argument("--finished", type=int, default=100_000,
+                        help="finished jobs kept with their result")  # fmt: skip
     args = parser.parse_args(argv)
 
     url, server = redis_url()
@@ -309,9 +350,10 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     print(f"Redis {r.info('server')['redis_version']} at {url}; Python {sys.version.split()[0]}; "
           f"Django {django.get_version()}; {os.cpu_count()} CPUs, load average {load}")  # fmt: skip
     try:
-        queues = {QUEUE: {"LEASE": 3600}}
-        with override_settings(REDISLOCK={"URL": url, "QUEUES": queues}):
-            rows = measure(r, args.jobs, args.locks, args.runs)
+        queues = {QUEUE: {"LEASE": 3600, "RESULT_TTL": 86400}}
+        options = {"URL": url, "QUEUES": queues, "SCHEDULE": SCHEDULE}
+        with override_settings(REDISLOCK=options):
+            rows = measure(r, args.jobs, args.locks, args.runs, args.finished)
         report(rows, args.runs)
         return rows
     finally:

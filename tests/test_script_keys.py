@@ -318,8 +318,19 @@ def exercise_queue_corners() -> None:
     queue.requeue("named")
     queue.oldest_ready_age()
     queue.jobs("dead")
+    queue.jobs("done")
     queue.get("named")
-    queue.counts()
+    queue.counts(done=True)
+    # The admin's: a running job left behind requeued, dead jobs retried and deleted by id.
+    [left] = queue.pop(lease=0.001, worker="gone")
+    time.sleep(0.01)
+    queue.requeue_running(left, lease_ran_out=True)
+    for job in queue.pop(3, worker="w"):
+        queue.bury(job, "never")
+    dead = [job.id for job in queue.jobs("dead")]
+    queue.retry_dead(dead[:1])
+    queue.delete_dead(dead[1:2])
+    queue.retry_all_dead()
     queue.purge("ready")
     queue.purge("dead")
 

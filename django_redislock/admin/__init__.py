@@ -1,5 +1,5 @@
-"""Admin pages for locks, semaphores, stocks, queues, jobs and workers, read live from
-Redis (no tables).
+"""Admin pages for locks, semaphores, stocks, queues, jobs (one in full too), workers and
+the schedule, read live from Redis (no tables).
 
 Each page costs Redis work in proportion to the rows it shows: counts are ZCARDs, pages are
 ranges, never a whole set, never KEYS or SCAN. A destructive action is a confirmation page
@@ -19,12 +19,14 @@ from django.views.decorators.http import require_GET, require_POST
 from ..models import Dashboard
 from .action_views import ActionViews
 from .actions import VIEW
+from .job_pages import JobPages
 from .pages import Pages
 from .rendering import ModelAdmin, can
+from .schedule_page import SchedulePage
 
 
 @admin.register(Dashboard)
-class DashboardAdmin(Pages, ActionViews, ModelAdmin):
+class DashboardAdmin(Pages, JobPages, SchedulePage, ActionViews, ModelAdmin):
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return can(request, VIEW)
 
@@ -45,9 +47,12 @@ class DashboardAdmin(Pages, ActionViews, ModelAdmin):
             ("workers/", self.workers_view, "workers"),
             ("stocks/", self.stocks_view, "stocks"),
             ("semaphores/", self.semaphores_view, "semaphores"),
+            ("schedule/", self.schedule_view, "schedule"),
+            ("queues/<str:queue>/job/", self.job_view, "job"),
             ("queues/<str:queue>/<str:state>/", self.jobs_view, "jobs"),
             ("confirm/<str:action>/", require_GET(self.confirm_view), "confirm"),
             ("action/<str:action>/", require_POST(self.action_view), "action"),
+            ("bulk/<str:action>/", require_POST(self.bulk_view), "bulk"),
         ]
         return [
             path(route, wrap(view), name=f"django_redislock_{name}") for route, view, name in pages

@@ -145,7 +145,9 @@ def _release_semaphore(t: Mapping[str, str]) -> str:
 # --- jobs ---------------------------------------------------------------------------------
 
 
-def _job(t: Mapping[str, str], *states: str) -> tuple[Queue, Job]:
+def job_in(t: Mapping[str, str], *states: str) -> tuple[Queue, Job]:
+    """The queue and job the target names; Gone when the job is missing or in none of
+    ``states``."""
     queue = get_queue(t["queue"])
     try:
         job = queue.get(t["job"])
@@ -162,11 +164,11 @@ def _requeuer(
     """The describe and perform of an action that makes a ``state`` job ready again."""
 
     def describe(t: Mapping[str, str]) -> dict[str, Any]:
-        queue, job = _job(t, state)
+        queue, job = job_in(t, state)
         return {"summary": summary(queue, job), "job": job}
 
     def perform(t: Mapping[str, str]) -> str:
-        queue, job = _job(t, state)
+        queue, job = job_in(t, state)
         if not queue.requeue(job.id):
             raise Gone(f"Job “{job.id}” was not {state} any more; nothing was done.")
         return done.format(job=job.id, queue=queue.name)
@@ -193,7 +195,7 @@ _describe_retry, _retry = _requeuer(
 
 
 def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = _job(t, JobState.READY, JobState.SCHEDULED, JobState.DEAD)
+    queue, job = job_in(t, JobState.READY, JobState.SCHEDULED, JobState.DEAD)
     return {
         "summary": f"Delete {job.state} job “{job.id}” ({job.task}) of queue “{queue.name}”. "
         "It will not run.",
@@ -203,7 +205,7 @@ def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:
 
 def _delete(t: Mapping[str, str]) -> str:
     if "state" in t:  # checked before, not with, the delete: a window of one round trip
-        _job(t, t["state"])
+        job_in(t, t["state"])
     queue = get_queue(t["queue"])
     if not queue.delete(t["job"]):
         raise Gone(f"Job “{t['job']}” is running or gone; nothing was deleted.")
@@ -211,7 +213,7 @@ def _delete(t: Mapping[str, str]) -> str:
 
 
 def _describe_cancel(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = _job(t, JobState.RUNNING)
+    queue, job = job_in(t, JobState.RUNNING)
     return {
         "summary": f"Stop running job “{job.id}” ({job.task}) of queue “{queue.name}”: its "
         "worker raises JobCancelled in it at its next lease renewal; it ends dead as "
@@ -221,7 +223,7 @@ def _describe_cancel(t: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _cancel(t: Mapping[str, str]) -> str:
-    queue, job = _job(t, JobState.RUNNING)
+    queue, job = job_in(t, JobState.RUNNING)
     who = f"admin {t.get('user') or '?'}".replace("|", "/")[:200]
     if not queue._cancel(job.id, "", JobState.RUNNING.letter, who):  # only while running
         raise Gone(f"Job “{job.id}” was not running any more; nothing was done.")
@@ -250,7 +252,7 @@ def _as_semaphore(t: Mapping[str, str]) -> tuple[str, str]:
     return t["name"], f"semaphore {t['name']}"
 
 
-def _as_job(t: Mapping[str, str]) -> tuple[str, str]:
+def as_job(t: Mapping[str, str]) -> tuple[str, str]:
     return f"{t['queue']}:{t['job']}", f"job {t['job']} of queue {t['queue']}"
 
 
@@ -264,10 +266,10 @@ ACTIONS = {
                       _release, _as_lock),
     "release_semaphore": Action("Force release", RELEASE, DELETION, ("name",),
                                 _describe_release_semaphore, _release_semaphore, _as_semaphore),
-    "run": Action("Run now", MANAGE, CHANGE, JOB, _describe_run, _run, _as_job),
-    "retry": Action("Retry", MANAGE, CHANGE, JOB, _describe_retry, _retry, _as_job),
-    "cancel": Action("Stop", MANAGE, CHANGE, JOB, _describe_cancel, _cancel, _as_job),
-    "delete": Action("Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, _as_job,
+    "run": Action("Run now", MANAGE, CHANGE, JOB, _describe_run, _run, as_job),
+    "retry": Action("Retry", MANAGE, CHANGE, JOB, _describe_retry, _retry, as_job),
+    "cancel": Action("Stop", MANAGE, CHANGE, JOB, _describe_cancel, _cancel, as_job),
+    "delete": Action("Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, as_job,
                      optional=("state",)),
     "purge": Action("Purge dead jobs", MANAGE, DELETION, ("queue",), _describe_purge, _purge,
                     _as_dead),

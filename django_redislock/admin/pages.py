@@ -1,5 +1,5 @@
-"""The admin's read-only pages: queues, locks, workers and the jobs of a queue in one state,
-each read live from Redis at a cost in proportion to the rows shown."""
+"""The admin's read-only pages: queues, locks, semaphores, stocks and workers, each read live
+from Redis at a cost in proportion to the rows shown (the job pages are in ``job_pages``)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ import time
 from typing import Any
 
 import redis
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 
 from ..conf import conf
 from ..exceptions import StockError
 from ..locks.listing import list_locks
 from ..locks.semaphore_listing import list_semaphores
 from ..queue.core import get_queue
-from ..queue.jobs import LISTED_STATES
 from ..queue.registry import live_workers
 from ..stock.core import Stock
 from ..stock.listing import count_stocks, expiring, stock_names
-from .actions import ACTIONS, JOB_ACTIONS, MANAGE, RELEASE, due_at
+from .actions import RELEASE
+from .job_pages import STATES
 from .rendering import PER_PAGE, Pager, Rendering, can, corrupt, requested_page, seconds_since
 
 logger = logging.getLogger("django_redislock.admin")
@@ -32,7 +32,7 @@ class Pages(Rendering):
             for name in conf.QUEUES:
                 queue = get_queue(name)
                 try:
-                    counts, oldest = queue.counts(), queue.oldest_ready_age()
+                    counts, oldest = queue.counts(done=True), queue.oldest_ready_age()
                 except redis.ResponseError as exc:
                     if not corrupt(exc):
                         raise
@@ -40,7 +40,7 @@ class Pages(Rendering):
                     continue
                 rows.append({
                     "name": name,
-                    "states": [(s, counts[s], self._url("jobs", name, s)) for s in LISTED_STATES],
+                    "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
                     "oldest": oldest,
                 })  # fmt: skip
             return {"queues": rows}
@@ -132,7 +132,7 @@ class Pages(Rendering):
         for job in jobs if isinstance(jobs, list) else [jobs]:
             queue, _, job_id = str(job).partition(":")
             # Only a configured queue has a page (and a name a URL can carry).
-            link = self._url("jobs", queue, "running") if queue in conf.QUEUES else ""
+            link = self.job_url(queue, job_id) if queue in conf.QUEUES else ""
             current.append((queue, job_id, link))
         return {
             **{key: info.get(key) for key in ("host", "pid", "concurrency", "processed",
@@ -143,40 +143,3 @@ class Pages(Rendering):
             "up": seconds_since(info.get("started"), now),
             "current": current if jobs else [],
         }  # fmt: skip
-
-    def jobs_view(self, request: HttpRequest, queue: str, state: str) -> HttpResponse:
-        if queue not in conf.QUEUES or state not in LISTED_STATES:
-            raise Http404(f"No queue {queue!r} or no state {state!r}.")
-
-        def load() -> dict[str, Any]:
-            q = get_queue(queue)
-            counts = q.counts()
-            pager = Pager.of(request, counts[state])
-            now = time.time()
-            can_manage = can(request, MANAGE)
-            rows: list[dict[str, Any]] = []
-            for job in q.jobs(state, pager.offset, PER_PAGE):
-                actions = [
-                    (ACTIONS[a].label, self._confirm(request, a, queue=queue, job=job.id))
-                    for a in JOB_ACTIONS[state]
-                    if can_manage
-                ]
-                ages = {
-                    "due_at": due_at(job),
-                    "due_in": job.score / 1000 - now,
-                    "started_ago": now - job.started / 1000,
-                    "finished_ago": now - job.finished / 1000,
-                }
-                rows.append({"job": job, "actions": actions, **ages})
-            purge = state == "dead" and can_manage and counts["dead"] > 0
-            return {
-                "jobs": rows,
-                "pager": pager,
-                "tabs": [(s, counts[s], self._url("jobs", queue, s)) for s in LISTED_STATES],
-                "purge_url": self._confirm(request, "purge", queue=queue) if purge else "",
-            }
-
-        title = f"{state.capitalize()} jobs of queue “{queue}”"
-        extra = {"tab": "queues", "queue": queue, "state": state,
-                 "job_nouns": f"{state} job,{state} jobs"}  # fmt: skip
-        return self._page(request, "jobs.html", title, load, extra)

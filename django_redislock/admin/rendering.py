@@ -25,7 +25,7 @@ logger = logging.getLogger("django_redislock.admin")
 
 PER_PAGE = 50
 # The pages every page links to
-TABS = ("dashboard_changelist", "locks", "semaphores", "stocks", "workers")
+TABS = ("dashboard_changelist", "locks", "semaphores", "stocks", "workers", "schedule")
 REFRESH_SECONDS = 5
 REDIS_ERRORS = (RedisUnavailable, redis.RedisError, redis.exceptions.RedisClusterException)
 
@@ -90,6 +90,10 @@ class Rendering(_Mixin):
     def _url(self, name: str, *args: str) -> str:
         return reverse(f"{self.admin_site.name}:django_redislock_{name}", args=args)
 
+    def job_url(self, queue: str, job_id: str) -> str:
+        # The id goes in the query: any text survives there (slashes, "..", "?", "#").
+        return f"{self._url('job', queue)}?{urlencode({'id': job_id})}"
+
     def _confirm(self, request: HttpRequest, action: str, **fields: str) -> str:
         query = urlencode({**fields, "next": request.get_full_path()})
         return f"{self._url('confirm', action)}?{query}"
@@ -109,7 +113,10 @@ class Rendering(_Mixin):
         except REDIS_ERRORS as exc:
             logger.warning("Admin page %s: Redis failed: %s", request.path, exc)
             context, status = {"redis_error": exc}, 200 if corrupt(exc) else 503
-        paused = request.GET.get("refresh") == "off"
+        # A page whose content can no longer change (a dead or finished job) is not reloaded
+        # under its reader (a traceback opened would close every few seconds).
+        settled = bool(context.get("settled"))
+        paused = request.GET.get("refresh") == "off" or settled
         context.update(extra or {}, refresh=0 if paused else REFRESH_SECONDS, live=True)
         return self._render(request, template, title, context, status)
 

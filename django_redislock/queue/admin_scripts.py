@@ -1,5 +1,6 @@
-"""The Lua scripts of the queue's operator side: CANCEL (and delete), REQUEUE, PURGE and
-READY_HEADS. Each gets the queue's fixed keys first (see ``lua``)."""
+"""The Lua scripts of the queue's operator side: CANCEL (and delete), REQUEUE, PURGE,
+READY_HEADS, REQUEUE_RUNNING (a job left by a dead worker) and RETRY_DEAD. Each gets the
+queue's fixed keys first (see ``lua``)."""
 
 from __future__ import annotations
 
@@ -99,5 +100,77 @@ for _ = 1, 201 do
   min = string.format('%.0f', (math.floor(tonumber(first[2]) / BAND) + 1) * BAND)
 end
 return reply
+""",
+)
+
+# KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id  ARGV[2] the lease token the
+# caller saw  ARGV[3] "1": only if the lease ran out; "0": only if its worker is gone: the
+# caller found no registry entry for it (a key this script cannot be given on Cluster), and
+# here its lease has not been renewed for ARGV[7] ms (a live worker renews it more often),
+# the lease being ARGV[6] ms  ARGV[4] the error of the attempt it ends  ARGV[5] that error as
+# a JSON object for the history
+# Gives a running job back to ready at once, as POP does when a lease runs out: a started
+# attempt is recorded as failed with ARGV[4]; a job asked to stop ends dead as cancelled, one
+# with a follow-up becomes it. Its worker, if it ever comes back, finds its lease lost.
+# 1; 0 when it is not running under that lease any more, or its lease is still valid
+# (ARGV[3] "1") or was renewed lately (ARGV[3] "0").
+REQUEUE_RUNNING = script(
+    "requeue_running",
+    """
+local id, key = ARGV[1], KEYS[7]
+local expiry = redis.call('ZSCORE', RUN, id)
+if not expiry then return 0 end
+local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel)
+if not ok or not f[1] or f[1] ~= ARGV[2] then return 0 end
+local now = now_ms()
+if ARGV[3] == '1' and tonumber(expiry) > now then return 0 end
+if ARGV[3] ~= '1' and tonumber(expiry) - tonumber(ARGV[6]) > now - tonumber(ARGV[7]) then
+  return 0  -- renewed lately: its worker is alive, whatever the registry said
+end
+redis.call('ZREM', RUN, id)
+if f[3] then
+  bury_cancelled(key, id, now, f[3], '; requeued from the admin before its worker stopped it')
+  return 1
+end
+local follow = next_run(key)
+if follow then
+  run_next(key, id, follow, now)
+  return 1
+end
+redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
+if f[2] == f[1] then  -- a started attempt: it failed without an outcome
+  redis.call('HSET', key, F.error_class, '', F.traceback, '', F.error, ARGV[4])
+  add_error(key, ARGV[5])
+end
+redis.call('HSET', key, F.due, now)
+make_ready(key, id)
+wake(1)
+return 1
+""",
+)
+
+# KEYS: the fixed keys, then each job's key.  ARGV: the ids (at most 1000)
+# Makes the jobs still dead ready now, their attempts reset (REQUEUE of many dead jobs);
+# returns how many.
+RETRY_DEAD = script(
+    "retry_dead",
+    """
+if #ARGV > 1000 then return redis.error_reply('RETRY_DEAD takes at most 1000 jobs') end
+local back = {}
+for n, id in ipairs(ARGV) do
+  local ok, state = pcall(redis.call, 'HGET', KEYS[6 + n], F.state)
+  if ok and state == S.dead and redis.call('ZSCORE', DEAD, id) then back[#back + 1] = n end
+end
+if #back == 0 then return 0 end
+local now = now_ms()
+for _, n in ipairs(back) do
+  local key, id = KEYS[6 + n], ARGV[n]
+  redis.call('ZREM', DEAD, id)
+  redis.call('HSET', key, F.attempts, 0, F.due, now)
+  redis.call('HDEL', key, F.workers, F.finished)
+  make_ready(key, id)
+end
+wake(#back)
+return #back
 """,
 )

@@ -40,7 +40,8 @@ class WorkerCalls:
             raise ValueError(f"One POP takes at most {MAX_BATCH} jobs of each kind.")
         lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
         keys, (worker, ttl, *leases) = self.start_args(worker, finished, started)
-        keys += [k for i in candidates for k in (self.keys.job(i), self.keys.corrupt(i))]
+        # The done set stays last, where POP (as START) finds it.
+        keys[-1:-1] = [k for i in candidates for k in (self.keys.job(i), self.keys.corrupt(i))]
         return keys, [len(candidates), count, lease_ms, worker, self.max_attempts, ttl,
                       "1" if charge else "0", *leases, *candidates]  # fmt: skip
 
@@ -61,6 +62,7 @@ class WorkerCalls:
         starts = [v for job in started for v in (job.id, job.lease or "")]
         job_keys = [k for job, _ in finished for k in (keys.job(job.id), keys.result(job.id))]
         job_keys += keys.jobs([job.id for job in started])
+        job_keys.append(keys.done)  # last: where the finished jobs kept are indexed
         return job_keys, [worker or "-", max(1, round(self.result_ttl * 1000)), len(finished),
                           len(started), *acks, *starts]  # fmt: skip
 

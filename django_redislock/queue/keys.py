@@ -11,6 +11,9 @@ Cluster (``base`` = ``<prefix>:{Q:<queue>}:``):
     base sched           zset    scheduled ids; score = due (epoch ms)
     base run             zset    leased ids; score = lease expiry (epoch ms)
     base dead            zset    dead ids; score = when they died (epoch ms)
+    base done            zset    ids of the finished jobs kept as ``result:<id>``; score =
+                                 when they finished (epoch ms); the scripts that finish jobs
+                                 trim what is older than RESULT_TTL, a bounded batch a call
     base seq             string  arrival counter (FIFO within a priority)
     base wake            list    wake-up tokens: a worker blocks on it (BLPOP) when idle
     base tick:<name>     string  the last tick (epoch ms) enqueued for a SCHEDULE entry
@@ -36,6 +39,7 @@ class QueueKeys:
         self.dead = self.base + "dead"
         self.seq = self.base + "seq"
         self.wake = self.base + "wake"
+        self.done = self.base + "done"
         self.fixed = (self.ready, self.sched, self.run, self.dead, self.seq, self.wake)
         self.job_prefix = self.base + "j:"
         self._result = self.base + "result:"

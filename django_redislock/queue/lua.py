@@ -168,12 +168,13 @@ local function run_next(key, id, n, now)
 end
 
 -- Finish the ``n_finish`` leased jobs described from ARGV[at] (id, lease token, return value
--- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms; their job
--- and result keys from KEYS[7]), then charge the attempt of the ``n_start`` jobs described
--- after them (id, lease token; their job keys after those) that start now. Reads and checks
--- every lease before its first write. Returns the ids whose lease had been lost.
+-- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms and indexed
+-- in the done set, the last key; their job and result keys from KEYS[7]), then charge the
+-- attempt of the ``n_start`` jobs described after them (id, lease token; their job keys
+-- after those) that start now. Reads and checks every lease before its first write.
+-- Returns the ids whose lease had been lost.
 local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
-  local lost, finished, finishing, starting = {}, {}, {}, {}
+  local lost, finished, finishing, starting, done = {}, {}, {}, {}, {}
   for n = 0, n_finish - 1 do
     local i, k = at + 3 * n, 7 + 2 * n
     local ok, l = pcall(redis.call, 'HGET', KEYS[k], F.lease)
@@ -207,10 +208,20 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
                    F.next_priority, F.next_due, F.next_enqueued)
       end
       redis.call('PEXPIRE', result, ttl)
+      done[#done + 1] = now
+      done[#done + 1] = ARGV[i]
     end
     if follow then run_next(key, ARGV[i], follow, now) end
   end
   if #finished > 0 then zrem_all(RUN, finished) end
+  if #done > 0 then
+    local index = KEYS[#KEYS]
+    zadd_all(index, done)
+    -- The results older than the TTL have expired: their entries go, oldest first, at most
+    -- a thousand more than were added, so the index never outgrows what Redis keeps.
+    local old = redis.call('ZCOUNT', index, '-inf', string.format('(%.0f', now - ttl))
+    if old > 0 then redis.call('ZREMRANGEBYRANK', index, 0, math.min(old, 1000 + #done / 2) - 1) end
+  end
   for _, s in ipairs(starting) do
     local ws, attempt = s[3] and (s[3] .. ',' .. worker) or worker, (num(s[2], 0) or 0) + 1
     redis.call('HSET', s[1], F.attempts, attempt, F.started_lease, worker .. '#' .. attempt,

@@ -1,15 +1,26 @@
-"""What an operator does with a queue (the admin, management code): counts, pages of jobs,
-one job, requeue, delete, purge. Mixed into ``Queue``."""
+"""What an operator does with a queue (the admin, management code): counts, pages of jobs
+(the finished ones too), one job, requeue, delete, purge, and what to do with a job its
+worker left. Mixed into ``Queue``."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..exceptions import JobNotFound
 from ..redis.scripts import LuaScript
-from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE
-from .jobs import LISTED_STATES, Field, Job, JobState, from_hash, not_a_hash, text
+from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, REQUEUE_RUNNING, RETRY_DEAD
+from .jobs import (
+    LISTED_STATES,
+    Field,
+    Job,
+    JobState,
+    attempt_error,
+    from_hash,
+    not_a_hash,
+    text,
+)
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 
@@ -21,16 +32,28 @@ class Operations:
     name: str
     client: Any
     keys: QueueKeys
+    max_attempts: int
+    result_ttl: float
+    lease: float
 
     def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
         raise NotImplementedError
 
-    def counts(self) -> dict[str, int]:
-        """Jobs per state: ready, scheduled, running, dead."""
+    def counts(self, *, done: bool = False) -> dict[str, int]:
+        """Jobs per state: ready, scheduled, running, dead; with ``done``, also the finished
+        jobs kept with their result (those finished within RESULT_TTL)."""
         pipe = self.client.pipeline(transaction=False)
         for state in LISTED_STATES:
             pipe.zcard(self.keys.of_state(state))
-        return dict(zip((s.value for s in LISTED_STATES), pipe.execute(), strict=True))
+        states = [s.value for s in LISTED_STATES]
+        if done:
+            pipe.zcount(self.keys.done, self._done_since(), "+inf")
+            states.append(JobState.DONE.value)
+        return dict(zip(states, pipe.execute(), strict=True))
+
+    def _done_since(self) -> int:
+        """The finish time (epoch ms) of the oldest result RESULT_TTL still keeps."""
+        return int((time.time() - self.result_ttl) * 1000)
 
     def oldest_ready_age(self) -> float | None:
         """Seconds the longest-waiting ready job has been due (None: nothing is ready)."""
@@ -51,28 +74,41 @@ class Operations:
         return None if not dues else max(0, int(now) - min(dues)) / 1000
 
     def jobs(self, state: str, offset: int = 0, limit: int = 50) -> list[Job]:
-        """One page of jobs in ``state``, in the order they will run (dead: oldest first)."""
+        """One page of jobs in ``state``, in the order they will run (dead: oldest first;
+        done: the finished jobs kept with their result, newest first)."""
+        return [job for job, _ in self.scored_jobs(state, offset, limit)]
+
+    def scored_jobs(self, state: str, offset: int = 0, limit: int = 50) -> list[tuple[Job, int]]:
+        """``jobs``, each with its score in its state's set (epoch ms): running, when its
+        lease runs out; dead, when it died; done, when it finished."""
         for name, value in (("offset", offset), ("limit", limit)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, not {value!r}.")
         if limit > MAX_BATCH:
             raise ValueError(f"limit must be at most {MAX_BATCH}, not {limit}.")
+        listed = [s.value for s in (*LISTED_STATES, JobState.DONE)]
+        if state not in listed:
+            raise ValueError(f"state must be one of {', '.join(listed)}, not {state!r}.")
         if limit == 0:
             return []
-        state_set = self.keys.of_state(state)
-        ids = [text(i) for i in self.client.zrange(state_set, offset, offset + limit - 1)]
+        done = state == JobState.DONE
+        state_set = self.keys.done if done else self.keys.of_state(state)
+        # Newest first for the finished: by rank, so that a deep page costs no more than the
+        # first (the expired entries not trimmed yet come last, and are skipped below).
+        ranged = self.client.zrevrange if done else self.client.zrange
+        ids = [text(i) for i in ranged(state_set, offset, offset + limit - 1)]
         if not ids:
             return []
         pipe = self.client.pipeline(transaction=False)
         for job_id in ids:
-            pipe.hgetall(self.keys.job(job_id))
+            pipe.hgetall(self.keys.result(job_id) if done else self.keys.job(job_id))
             pipe.zscore(state_set, job_id)  # read after the hash: None if it left meanwhile
         replies = pipe.execute(raise_on_error=False)
         jobs = []
         for job_id, fields, score in zip(ids, replies[::2], replies[1::2], strict=True):
-            if score is None:
+            if score is None or (done and not fields):  # gone meanwhile, or expired
                 continue
-            jobs.append(self._job(job_id, fields))
+            jobs.append((self._job(job_id, fields), int(score)))
         return jobs
 
     def peek(self, count: int = 1) -> list[Job]:
@@ -100,6 +136,71 @@ class Operations:
     def requeue(self, job_id: str) -> bool:
         """Run a scheduled or dead job now (a dead one with its attempts reset)."""
         return bool(self.run(REQUEUE, [self.keys.job(job_id)], [job_id]))
+
+    def lease_expiry(self, job_id: str) -> int | None:
+        """When the lease of running job ``job_id`` runs out (epoch ms); None: not running."""
+        score = self.client.zscore(self.keys.run, job_id)
+        return None if score is None else int(score)
+
+    def still_dead(self, job_ids: Sequence[str]) -> list[str]:
+        """Those of ``job_ids`` in the dead set."""
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.zscore(self.keys.dead, job_id)
+        return [i for i, score in zip(job_ids, pipe.execute(), strict=True) if score is not None]
+
+    def retry_dead(self, job_ids: Sequence[str]) -> int:
+        """Run these dead jobs again now, their attempts reset (those no longer dead are
+        left alone); returns how many were requeued."""
+        retried = 0
+        for start in range(0, len(job_ids), MAX_BATCH):
+            batch = list(job_ids[start : start + MAX_BATCH])
+            retried += int(self.run(RETRY_DEAD, self.keys.jobs(batch), batch))
+        return retried
+
+    def retry_all_dead(self, batch: int = MAX_BATCH) -> int:
+        """``retry_dead`` of every dead job, ``batch`` per atomic step; returns how many."""
+        retried = skipped = 0
+        while True:
+            ids = [text(i) for i in self.client.zrange(self.keys.dead, skipped,
+                                                       skipped + batch - 1)]  # fmt: skip
+            done = self.retry_dead(ids)
+            retried += done
+            skipped += len(ids) - done  # not a hash: it stays dead, and is stepped over
+            if len(ids) < batch:
+                return retried
+
+    def delete_dead(self, job_ids: Sequence[str]) -> int:
+        """Delete these dead jobs (those no longer dead are left alone); returns how many."""
+        removed = 0
+        for start in range(0, len(job_ids), MAX_BATCH):
+            ids = list(job_ids[start : start + MAX_BATCH])
+            keys = [k for i in ids for k in (self.keys.job(i), self.keys.corrupt(i))]
+            removed += int(self.run(PURGE, [self.keys.dead, *keys], ids))
+        return removed
+
+    def renewal_overdue(self, expiry_ms: float, now: float) -> bool:
+        """Whether a lease running out at ``expiry_ms`` was last renewed so long before
+        ``now`` that its worker cannot be alive: a worker renews its leases every beat,
+        min(5 s, LEASE / 3), and its registry entry lasts three beats; so does this."""
+        return expiry_ms - self.lease * 1000 <= (now - self._silence()) * 1000
+
+    def _silence(self) -> float:
+        return 3 * min(5.0, self.lease / 3)
+
+    def requeue_running(self, job: Job, *, lease_ran_out: bool) -> bool:
+        """Give back to ready at once a running ``job`` (as read, with its lease) whose lease
+        ran out (``lease_ran_out``), or whose worker the caller found gone from the
+        registry; either is checked again in Redis (gone: its lease not renewed for three
+        beats). Its started attempt is recorded as failed. False when it is no longer
+        running under that lease, or looks alive after all."""
+        why = "its lease ran out" if lease_ran_out else "its worker is gone"
+        error = (f"Attempt {job.attempts} of {self.max_attempts} ended without an outcome: "
+                 f"{why}; requeued from the admin.")  # fmt: skip
+        entry = attempt_error(error, "", "", job.worker or "")
+        args = [job.id, job.lease or "", "1" if lease_ran_out else "0", error, entry,
+                round(self.lease * 1000), round(self._silence() * 1000)]  # fmt: skip
+        return bool(self.run(REQUEUE_RUNNING, [self.keys.job(job.id)], args))
 
     def delete(self, job_id: str) -> bool:
         """Delete a ready, scheduled or dead job; False when it is missing or running."""

@@ -23,7 +23,7 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 )
 
 # KEYS: the fixed keys; per job to finish its key and its result key; per job to start its
-# key; then per candidate (an id PEEK found) its key and its corrupt key.
+# key; then per candidate (an id PEEK found) its key and its corrupt key; last the done set.
 # ARGV[1] how many candidates  ARGV[2] how many to lease (at most 1000)  ARGV[3] lease ms
 # ARGV[4] worker  ARGV[5] max attempts  ARGV[6] result TTL ms  ARGV[7] "1": the leased jobs
 # start now (charge their attempt), "0": leased ahead, charged when a later call starts

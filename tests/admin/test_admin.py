@@ -34,7 +34,7 @@ QUEUES = {
     # A worker of this queue heartbeats every 0.1 s, so its registry entry lasts 1 s.
     "fast": {"LEASE": 0.3, "MAX_ATTEMPTS": 1},
 }
-PAGES = ["dashboard_changelist", "locks", "workers", "stocks", "semaphores"]
+PAGES = ["dashboard_changelist", "locks", "workers", "stocks", "semaphores", "schedule"]
 
 
 def url(name: str, *args: str) -> str:
@@ -42,7 +42,11 @@ def url(name: str, *args: str) -> str:
 
 
 def page_urls() -> list[str]:
-    return [url(name) for name in PAGES] + [url("jobs", "default", "dead")]
+    return [url(name) for name in PAGES] + [
+        url("jobs", "default", "dead"),
+        url("jobs", "default", "done"),
+        url("job", "default") + "?id=some-job",
+    ]
 
 
 def staff_client(django_user_model: Any, *codenames: str, **client_options: Any) -> Client:
@@ -192,7 +196,7 @@ def test_unknown_action_queue_or_state_is_404(admin_client: Client) -> None:
     assert admin_client.get(url("confirm", "flush")).status_code == 404
     assert admin_client.post(url("action", "purge"), {"queue": "nope"}).status_code == 404
     assert admin_client.get(url("jobs", "nope", "dead")).status_code == 404
-    assert admin_client.get(url("jobs", "default", "done")).status_code == 404
+    assert admin_client.get(url("jobs", "default", "finished")).status_code == 404
 
 
 # --- actions ------------------------------------------------------------------------------
@@ -253,7 +257,8 @@ def test_retry_requeues_a_dead_job_with_attempts_reset(queue: Queue, admin_clien
     dead_job(queue, "failed")
     page = admin_client.get(url("jobs", "default", "dead"))
     assert "ValueError: card declined" in html(page)
-    assert "Traceback (most recent call last)" in html(page)
+    detail = admin_client.get(url("job", "default"), {"id": "failed"})  # the traceback's page
+    assert "Traceback (most recent call last)" in html(detail)
     done = confirm_and_post(admin_client, "retry", queue="default", job="failed")
     assert "was requeued" in html(done)
     job = queue.get("failed")
@@ -486,7 +491,11 @@ def test_pages_refresh_themselves_until_paused(backend: Backend, admin_client: C
 
 
 def test_redis_unreachable_is_shown_not_a_500(admin_client: Client, settings: Any) -> None:
-    settings.REDISLOCK = {"URL": f"redis://127.0.0.1:{free_port()}/0", "QUEUES": QUEUES}
+    settings.REDISLOCK = {
+        "URL": f"redis://127.0.0.1:{free_port()}/0",
+        "QUEUES": QUEUES,
+        "SCHEDULE": {"s": {"task": "tests.tasks.record", "every": 60}},
+    }
     for target in page_urls():
         response = admin_client.get(target)
         assert response.status_code == 503

@@ -133,6 +133,25 @@ def test_hostile_targets_get_a_4xx_or_a_message_and_change_nothing(
     assert not LogEntry.objects.exists()
 
 
+@pytest.mark.parametrize("value", HOSTILE)
+def test_hostile_job_ids_on_the_job_page_and_the_new_actions_change_nothing(
+    standalone: Backend, admin_client: Client, value: str
+) -> None:
+    queue = get_queue("default")
+    dead_job(queue, "victim")
+    page = no_5xx(admin_client.get(url("job", "default"), {"id": value}))
+    assert XSS not in html(page)
+    fields = {"queue": "default", "job": value}
+    no_5xx(admin_client.get(url("confirm", "requeue_running"), fields))
+    no_5xx(admin_client.post(url("action", "requeue_running"), fields))
+    for action in ["retry_dead", "delete_dead"]:
+        for extra in [{}, {"confirmed": "1"}]:
+            response = no_5xx(admin_client.post(url("bulk", action), {**fields, **extra}))
+            assert XSS not in html(response)
+    assert queue.counts()["dead"] == 1
+    assert not LogEntry.objects.exists()
+
+
 @pytest.mark.parametrize("p", PAGES_ARGS)
 @pytest.mark.parametrize(
     "q", ["", "*", "[", "\\", "(", "-", "+", "\xff", "\x00", "a\nb", XSS, "x" * 10_000]
@@ -149,7 +168,7 @@ def test_page_numbers_and_searches_never_fail(
 @pytest.mark.parametrize("p", PAGES_ARGS)
 def test_job_page_numbers_never_fail(queue: Queue, admin_client: Client, p: str) -> None:
     dead_job(queue, "only")
-    for state in ["ready", "scheduled", "running", "dead"]:
+    for state in ["ready", "scheduled", "running", "dead", "done"]:
         response = admin_client.get(url("jobs", "default", state), {"p": p})
         assert response.status_code == 200, html(response)[:2000]
     assert "only" in html(admin_client.get(url("jobs", "default", "dead"), {"p": p}))

@@ -1,7 +1,7 @@
 """The admin pages in a real browser: Playwright drives the system Chromium against a live
 Django server, a real redis-server, a lock held and awaited by other processes and a
 ``manage.py run_queue_worker`` process. Every run rewrites the README's screenshot,
-``docs/admin.png``.
+``docs/admin.png``, and those of a job in full and of dead jobs checked for a bulk retry.
 
 Nothing skips: without Chromium or Playwright the tests fail and say how to install them
 (``scripts/setup.sh`` does both, Chromium from apt when run as root)."""
@@ -43,6 +43,8 @@ pytestmark = [pytest.mark.processes, pytest.mark.timeout(90)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "admin.png"
+JOB_SCREENSHOT = ROOT / "docs" / "admin-job.png"  # a finished job in full
+DEAD_SCREENSHOT = ROOT / "docs" / "admin-dead.png"  # dead jobs, checked for a bulk retry
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 # Long enough for another process to act and for the pages' own 5 s auto-refresh to show it.
@@ -316,6 +318,17 @@ def test_run_now_starts_a_scheduled_job_that_a_worker_then_runs(
     tab(page, "Queues").click()
     for state in ["ready", "scheduled", "running", "dead"]:
         expect(counts.locator(f'[data-state="{state}"]')).to_have_text("0")
+    expect(counts.locator('[data-state="done"]')).to_have_text("1")
+    counts.locator('[data-state="done"] a').click()
+    row = page.locator(f'#jobs tr[data-job="{JOB}"]')
+    expect(row.locator("td").nth(1)).to_have_text("1042")  # its result
+    row.get_by_role("link", name=JOB).click()
+    expect(page.locator('#job [data-field="state"]')).to_have_text("finished")
+    expect(page.locator('#job [data-field="result"]')).to_have_text("1042")
+    expect(page.locator("#attempts")).to_contain_text("No attempt of this job has failed.")
+    page.screenshot(path=JOB_SCREENSHOT, full_page=True)
+    tab(page, "Schedule").click()
+    expect(page.locator("#schedule")).to_contain_text("No periodic job is configured")
 
     job = queue.get(JOB)
     assert (job.state, job.result) == ("done", "1042")
@@ -324,3 +337,32 @@ def test_run_now_starts_a_scheduled_job_that_a_worker_then_runs(
     assert (entry.action_flag, entry.object_id) == (CHANGE, f"default:{JOB}")
     assert worker.stop() == 0, worker.output()
     assert "1 done, 0 failed" in worker.output()
+
+
+def test_dead_jobs_checked_are_retried_in_bulk(
+    server: str, page: Page, django_user_model: Any
+) -> None:
+    queue = get_queue()
+    trace = "Traceback (most recent call last):\n" + '  File "shop/tasks.py", line 12\n' * 3
+    for n in range(4):
+        queue.enqueue("tests.tasks.boom", args=[n], job_id=f"charge:{n}:" + "x" * 150)
+        [job] = queue.pop()
+        queue.bury(job, RuntimeError("payment provider said no"), trace)
+    log_in(page, server, django_user_model)
+    page.locator('#queues tr[data-queue="default"] [data-state="dead"] a').click()
+    boxes = page.locator('#jobs input[name="job"]')
+    expect(boxes).to_have_count(4)
+    boxes.nth(0).check()
+    boxes.nth(2).check()
+    # A long id is cut to the table's width: nothing overflows the 1280 px window.
+    assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]
+    page.screenshot(path=DEAD_SCREENSHOT)
+    page.get_by_role("button", name="Retry", exact=True).click()
+    expect(page.locator("#content-main")).to_contain_text(
+        "Run the 2 dead jobs of queue “default” checked again now"
+    )
+    page.get_by_role("button", name="Yes, retry").click()
+    expect(message(page)).to_have_text("2 dead jobs of queue “default” requeued.")
+    expect(page.locator('#jobs input[name="job"]')).to_have_count(2)
+    assert queue.counts()["ready"] == 2
+    assert LogEntry.objects.get().action_flag == CHANGE

@@ -242,6 +242,6 @@ def test_bad_arguments(queue: Queue) -> None:
     with pytest.raises(TypeError, match="task"):
         queue.enqueue("")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="state"):
-        queue.jobs("done")
+        queue.jobs("finished")
     with pytest.raises(ImproperlyConfigured, match="Unknown queue 'mail'"):
         get_queue("mail")

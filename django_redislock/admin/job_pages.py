@@ -1,0 +1,112 @@
+"""The admin's job pages: the jobs of a queue in one state (the finished ones too), and one
+job in full. A running job that its worker left (lease run out, or worker gone from the
+registry) is flagged, with "Requeue now"."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+
+from ..conf import conf
+from ..exceptions import JobNotFound
+from ..queue.core import Job, Queue, get_queue
+from ..queue.jobs import LISTED_STATES, JobState
+from .actions import ACTIONS, JOB_ACTIONS, MANAGE, due_at
+from .job_actions import ACTIONS as JOB_ACTIONS_MORE
+from .job_actions import BULK, MAX_CHECKED, left_behind, live_worker_ids
+from .rendering import PER_PAGE, Pager, Rendering, can
+
+# The states a queue's jobs are listed in, each a tab: the pending ones, then the finished.
+STATES = (*LISTED_STATES, JobState.DONE)
+LABELS = {**{name: act.label for name, act in ACTIONS.items()},
+          **{name: act.label for name, act in JOB_ACTIONS_MORE.items()}}  # fmt: skip
+
+
+class JobPages(Rendering):
+    def jobs_view(self, request: HttpRequest, queue: str, state: str) -> HttpResponse:
+        if queue not in conf.QUEUES or state not in STATES:
+            raise Http404(f"No queue {queue!r} or no state {state!r}.")
+
+        def load() -> dict[str, Any]:
+            q = get_queue(queue)
+            counts = q.counts(done=True)
+            pager = Pager.of(request, counts[state])
+            now = time.time()
+            live = live_worker_ids() if state == JobState.RUNNING else None
+            can_manage = can(request, MANAGE)
+            rows = [
+                self._row(request, q, job, score, live, now, can_manage)
+                for job, score in q.scored_jobs(state, pager.offset, PER_PAGE)
+            ]
+            dead = state == JobState.DEAD and can_manage and counts[JobState.DEAD] > 0
+            return {
+                "jobs": rows,
+                "pager": pager,
+                "tabs": [(s, counts[s], self._url("jobs", queue, s)) for s in STATES],
+                "purge_url": self._confirm(request, "purge", queue=queue) if dead else "",
+                "retry_all_url": self._confirm(request, "retry_all", queue=queue) if dead else "",
+                "bulk": [(name, label, self._url("bulk", name)) for name, (label, _) in
+                         BULK.items()] if dead else [],
+                "max_checked": MAX_CHECKED,
+                "flagged": sum(1 for row in rows if row["left"]),
+            }  # fmt: skip
+
+        shown = "finished" if state == JobState.DONE else state
+        extra = {"tab": "queues", "queue": queue, "state": state,
+                 "job_nouns": f"{shown} job,{shown} jobs"}  # fmt: skip
+        title = f"{shown.capitalize()} jobs of queue “{queue}”"
+        return self._page(request, "jobs.html", title, load, extra)
+
+    def _row(
+        self, request: HttpRequest, q: Queue, job: Job, score: int, live: set[str] | None,
+        now: float, can_manage: bool,
+    ) -> dict[str, Any]:  # fmt: skip
+        running = job.state == JobState.RUNNING
+        left = left_behind(q, job, score, live, now) if running and score else ""
+        return {
+            "job": job,
+            "url": self.job_url(q.name, job.id),
+            "left": left,
+            "actions": self._actions(request, q, job, left) if can_manage else [],
+            "due_at": due_at(job),
+            "due_in": job.score / 1000 - now,
+            "started_ago": now - job.started / 1000,
+            "finished_ago": now - job.finished / 1000,
+            "took": (job.finished - job.started) / 1000 if job.started else None,
+            "lease_in": score / 1000 - now,
+        }
+
+    def _actions(self, request: HttpRequest, q: Queue, job: Job, left: str) -> list[Any]:
+        names = list(JOB_ACTIONS.get(job.state, ()))
+        if left:
+            names.insert(0, "requeue_running")
+        fields = {"queue": q.name, "job": job.id}
+        return [(LABELS[name], self._confirm(request, name, **fields)) for name in names]
+
+    def job_view(self, request: HttpRequest, queue: str) -> HttpResponse:
+        job_id = request.GET.get("id", "")
+        if queue not in conf.QUEUES or not job_id:
+            raise Http404(f"No queue {queue!r}, or no job id.")
+
+        def load() -> dict[str, Any]:
+            q = get_queue(queue)
+            try:
+                job = q.get(job_id)
+            except JobNotFound:
+                return {"missing": True}
+            now = time.time()
+            expiry = q.lease_expiry(job_id) if job.state == JobState.RUNNING else None
+            live = live_worker_ids() if job.state == JobState.RUNNING else None
+            row = self._row(request, q, job, expiry or 0, live, now, can(request, MANAGE))
+            if expiry is None:  # not running (or just ended): no lease to speak of
+                row["lease_in"] = None
+            return {"row": row, "job": job, "errors": list(enumerate(job.errors, start=1)),
+                    "settled": job.state in (JobState.DEAD, JobState.DONE),
+                    "state_url": self._url("jobs", queue, job.state)
+                    if job.state in STATES else ""}  # fmt: skip
+
+        title = f"Job “{job_id[:80]}{'…' if len(job_id) > 80 else ''}”"
+        extra = {"tab": "queues", "queue": queue, "job_id": job_id}
+        return self._page(request, "job.html", title, load, extra)
