@@ -363,6 +363,12 @@ def test_dead_jobs_checked_are_retried_in_bulk(
     )
     page.get_by_role("button", name="Yes, retry").click()
     expect(message(page)).to_have_text("2 dead jobs of queue “default” requeued.")
-    expect(page.locator('#jobs input[name="job"]')).to_have_count(2)
+    boxes = page.locator('#jobs input[name="job"]')
+    expect(boxes).to_have_count(2)
     assert queue.counts()["ready"] == 2
     assert LogEntry.objects.get().action_flag == CHANGE
+    # The "check all" box (the app's own script, no inline handler) checks and clears them.
+    page.locator("#check-all").click()
+    assert [boxes.nth(n).is_checked() for n in range(2)] == [True, True]
+    page.locator("#check-all").click()
+    assert [boxes.nth(n).is_checked() for n in range(2)] == [False, False]
