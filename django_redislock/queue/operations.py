@@ -3,7 +3,7 @@ one job, requeue, delete, purge. Mixed into ``Queue``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..exceptions import JobNotFound
@@ -109,8 +109,11 @@ class Operations:
         keys = [self.keys.job(job_id), self.keys.corrupt(job_id)]
         return bool(self.run(CANCEL, keys, [job_id, score, states, by]))
 
-    def purge(self, state: str, batch: int = 1000) -> int:
-        """Delete every job in ``state``, ``batch`` per atomic step; returns how many."""
+    def purge(
+        self, state: str, batch: int = 1000, progress: Callable[[int], object] | None = None
+    ) -> int:
+        """Delete every job in ``state``, ``batch`` per atomic step; returns how many.
+        ``progress(removed so far)`` is called after each step."""
         if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= MAX_BATCH:
             raise ValueError(f"batch must be an int from 1 to {MAX_BATCH}, not {batch!r}.")
         state_set = self.keys.of_state(state)
@@ -122,5 +125,7 @@ class Operations:
             if ids:
                 keys = [k for i in ids for k in (self.keys.job(i), self.keys.corrupt(i))]
                 removed += int(self.run(PURGE, [state_set, *keys], ids))
+                if progress is not None:
+                    progress(removed)
             if len(ids) < batch:
                 return removed

@@ -132,7 +132,7 @@ class Runner:
     def run(self, queue: Queue, job: Job) -> float:
         """Run one job and record its outcome; returns how long it ran (s). Logs one line
         per job on ``django_redislock.worker``: INFO when it succeeded, WARNING when it
-        failed and runs again, ERROR when it ends dead."""
+        failed (ERROR when it was refused: it is not a task)."""
         self.leases.begin(queue, job)
         start = time.monotonic()
         close_old_connections()
@@ -164,23 +164,22 @@ class Runner:
             # the Tasks framework logs the traceback (task_finished); a cancelled job is
             # buried as such by Redis, whatever is recorded here
             how = "cancelled" if isinstance(exc, JobCancelled) else "failed"
-            level, form = self._next(queue, job, exc)
             why = str(exc).rstrip(".")
-            self.log.log(level, form, line, how, took(ran), type(exc).__name__, why)
+            self.log.warning("%s %s in %s: %s: %s; %s", line, how, took(ran),
+                             type(exc).__name__, why, self._next(queue, job, exc))  # fmt: skip
             record = queue.fail
         self._settle(queue, lambda: record(job, exc, trace))
         self.failed += 1
 
     @staticmethod
-    def _next(queue: Queue, job: Job, exc: BaseException) -> tuple[int, str]:
-        """The level and format of a failed job's line: what happens to it next."""
-        base = "%s %s in %s: %s: %s; "
+    def _next(queue: Queue, job: Job, exc: BaseException) -> str:
+        """What happens next to a job that failed, as its line says."""
         if isinstance(exc, JobCancelled):
-            return logging.WARNING, base + "dead"
+            return "dead"
         if job.attempts >= queue.max_attempts:
-            return logging.ERROR, base + f"dead after {job.attempts} attempt(s)"
-        return logging.WARNING, base + (f"attempt {job.attempts} of {queue.max_attempts}, "
-                                        f"runs again in {took(queue.backoff(job))}")  # fmt: skip
+            return f"dead after {job.attempts} attempt(s)"
+        return (f"attempt {job.attempts} of {queue.max_attempts}, runs again in "
+                f"{took(queue.backoff(job))}")  # fmt: skip
 
     def _settle(self, queue: Queue, action: Callable[[], bool]) -> None:
         """Record a job's outcome, retrying while Redis is away (up to ``patience``), after
