@@ -43,14 +43,14 @@ class Command(BaseCommand):
             help="with --processes: replace a worker process after it started N jobs",
         )  # fmt: skip
         parser.add_argument(
-            "--reload", action="store_true",
-            help="for development: restart the worker when a Python file changes (Django's "
-            "autoreloader, as runserver); Ctrl-C then stops it at once",
-        )  # fmt: skip
-        parser.add_argument(
             "--max-memory", type=float, default=None, metavar="MB",
             help="with --processes: replace a worker process using more than MB of memory "
             "(once its running jobs finish)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--reload", action="store_true",
+            help="for development: restart the worker when a Python file changes (Django's "
+            "autoreloader, as runserver); Ctrl-C then stops it at once",
         )  # fmt: skip
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
