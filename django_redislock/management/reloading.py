@@ -28,6 +28,8 @@ logger = logging.getLogger("django_redislock.worker")
 
 # Seconds a restart waits for the running jobs; a longer one runs again after its lease.
 RELOAD_GRACE = 10.0
+# The exit status by which a process asks the autoreloader to start the next one.
+RESTART = 3
 
 
 def reloading(
@@ -45,7 +47,8 @@ def reloading(
         return  # the autoreloader's exit goes on: the next process starts
     logging.shutdown()
     sys.stdout.flush()
-    os._exit(status)
+    # 3 (Redis unreachable at start) would ask the autoreloader for another process.
+    os._exit(1 if status == RESTART else status)
 
 
 def _serve(

@@ -19,6 +19,7 @@ from django.core.management import CommandError, call_command
 
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.registry import live_workers
+from tests.servers import free_port
 
 from ..conftest import Backend
 from ..tasks import DONE
@@ -210,6 +211,14 @@ def test_reload_restarts_the_worker_when_a_module_changes(site: Path, settings: 
     assert code == 0, err
     assert out.count(": queues default, concurrency 1.") >= 2, out  # a banner per process
     assert f"Stopping worker {first}: finishing 0 running job(s)" in out
+
+
+def test_reload_with_redis_unreachable_exits_once(site: Path, settings: Any) -> None:
+    """Not status 3, which would ask the autoreloader for another process, forever."""
+    settings.REDISLOCK = {"URL": f"redis://127.0.0.1:{free_port()}/0"}
+    _, err, code = finish(command(site, settings, "--reload"))
+    assert code == 1
+    assert err.count("CommandError: Cannot start: Redis is unreachable") == 1
 
 
 def test_reload_does_not_go_with_processes(redis_backend: Backend) -> None:
