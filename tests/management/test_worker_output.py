@@ -82,7 +82,8 @@ def site(redis_backend: Backend, settings: Any, tmp_path: Path) -> Path:
 def command(site: Path, settings: Any, *args: str, logging: str = "") -> subprocess.Popen[str]:
     """``manage.py run_queue_worker ARGS`` in its own session (a terminal's Ctrl-C reaches
     the whole group: ``os.killpg``)."""
-    env = {**os.environ, "REDISLOCK_TEST_SETTINGS": json.dumps(settings.REDISLOCK),
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as by default
+    env = {**environ, "REDISLOCK_TEST_SETTINGS": json.dumps(settings.REDISLOCK),
            "REDISLOCK_TEST_LOGGING": logging, "DJANGO_SETTINGS_MODULE": "talk_settings",
            "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), *sys.path])}  # fmt: skip
     return subprocess.Popen(
@@ -174,6 +175,7 @@ def test_the_first_ctrl_c_drains_and_says_how_to_force_the_second_forces(
             os.killpg(worker.pid, signal.SIGKILL)
     assert code == (0 if "--processes" in mode else 128 + signal.SIGINT), err
     assert out.count("Ctrl-C again to force.") == 1
+    assert out.count("Supervising 2 worker processes") == ("--processes" in mode)
     assert "Forced: " in out
     assert queue.counts()["running"] == 1  # the long job runs again after its lease
 

@@ -102,6 +102,7 @@ class Command(BaseCommand):
             f"{worker.concurrency} each."
         )
         del worker  # made to check the options; each child makes its own
+        self.stdout.flush()  # or each child would print what it inherited unwritten
         supervisor.run()
         self.stdout.write(f"Stopped; {supervisor.started_children} worker processes ran.")
 
