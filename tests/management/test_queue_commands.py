@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from django_redislock import get_queue, get_redis
+from django_redislock import Lock, get_queue, get_redis
 from django_redislock.management.commands import redislock_purge, redislock_requeue
 from django_redislock.queue.core import Queue
 from django_redislock.queue.worker import Worker
@@ -171,3 +171,20 @@ def test_wrong_arguments_are_command_errors(
 ) -> None:
     with pytest.raises(CommandError, match=message):
         run(*args)
+
+
+def test_stats_and_locks_on_a_cluster(request: pytest.FixtureRequest, settings: Any) -> None:
+    """The registry, each queue and the lock shards live on their own hash tags."""
+    _configure(request, settings, "cluster")
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
+    dead(get_queue(), 1)
+    get_queue("mail").enqueue("tests.tasks.record", args=[1])
+    Worker(["default", "mail"]).tracker.beat()
+    with Lock("order:1", ttl=30):
+        stats = json.loads(run("redislock_stats", "--json")[0])
+        locks = json.loads(run("redislock_locks", "--json")[0])
+    assert (stats["queues"]["default"]["dead"], stats["queues"]["mail"]["ready"]) == (1, 1)
+    assert len(stats["workers"]) == 1
+    assert [lock["name"] for lock in locks["locks"]] == ["order:1"]
+    assert "Deleted 1 dead job(s)" in run("redislock_purge", "--queue", "default", "--state",
+                                          "dead", "--yes")[0]  # fmt: skip
