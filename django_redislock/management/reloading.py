@@ -47,6 +47,7 @@ def reloading(
         return  # the autoreloader's exit goes on: the next process starts
     logging.shutdown()
     sys.stdout.flush()
+    sys.stderr.flush()
     # 3 (Redis unreachable at start) would ask the autoreloader for another process.
     os._exit(1 if status == RESTART else status)
 
