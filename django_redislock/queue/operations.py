@@ -5,7 +5,7 @@ worker left. Mixed into ``Queue``."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..exceptions import JobNotFound
@@ -210,8 +210,11 @@ class Operations:
         keys = [self.keys.job(job_id), self.keys.corrupt(job_id)]
         return bool(self.run(CANCEL, keys, [job_id, score, states, by]))
 
-    def purge(self, state: str, batch: int = 1000) -> int:
-        """Delete every job in ``state``, ``batch`` per atomic step; returns how many."""
+    def purge(
+        self, state: str, batch: int = 1000, progress: Callable[[int], object] | None = None
+    ) -> int:
+        """Delete every job in ``state``, ``batch`` per atomic step; returns how many.
+        ``progress(removed so far)`` is called after each step."""
         if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= MAX_BATCH:
             raise ValueError(f"batch must be an int from 1 to {MAX_BATCH}, not {batch!r}.")
         state_set = self.keys.of_state(state)
@@ -223,5 +226,7 @@ class Operations:
             if ids:
                 keys = [k for i in ids for k in (self.keys.job(i), self.keys.corrupt(i))]
                 removed += int(self.run(PURGE, [state_set, *keys], ids))
+                if progress is not None:
+                    progress(removed)
             if len(ids) < batch:
                 return removed

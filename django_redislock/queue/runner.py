@@ -21,7 +21,7 @@ from django.apps import apps
 from django.db import close_old_connections
 from django.utils import timezone
 
-from ..exceptions import InvalidTask, JobCancelled, JobTimeLimitExceeded, RedisUnavailable
+from ..exceptions import InvalidTask, JobCancelled, RedisUnavailable
 from ..metrics.tracing import traced_run
 from .core import Job, Queue
 from .task_jobs import (
@@ -121,6 +121,9 @@ class Runner:
     through ``leases``, failed (retried later, or dead), or buried when it cannot run.
     ``patience``: how long an outcome is retried while Redis is away."""
 
+    # One line per job, on the logger that ``run_queue_worker`` shows by default.
+    log = logging.getLogger("django_redislock.worker")
+
     def __init__(
         self, leases: Leases, *, patience: float, inline: bool, limits: TimeLimits | None = None
     ) -> None:
@@ -129,17 +132,22 @@ class Runner:
         self.processed = self.failed = 0
 
     def run(self, queue: Queue, job: Job) -> float:
-        """Run one job and record its outcome; returns how long it ran (s)."""
+        """Run one job and record its outcome; returns how long it ran (s). Logs one line
+        per job on ``django_redislock.worker``: INFO when it succeeded, WARNING when it
+        failed (ERROR when it was refused: it is not a task)."""
         self.leases.begin(queue, job)
         start = time.monotonic()
         close_old_connections()
+        self.log.debug("%s: %s (%s) started", queue.name, job.task, job.id)
         try:
             try:
                 watch = None if self.limits is None else self.limits.watch(queue, job)
                 value = run_job(job, watch)
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: the task's own
-                self._failed(queue, job, exc, traceback.format_exc())
+                self._failed(queue, job, exc, traceback.format_exc(), time.monotonic() - start)
             else:
+                ran = took(time.monotonic() - start)
+                self.log.info("%s: %s (%s) OK in %s", queue.name, job.task, job.id, ran)
                 self.leases.succeeded(queue, job, value)
                 self.processed += 1
             return time.monotonic() - start
@@ -148,21 +156,32 @@ class Runner:
                 close_old_connections()
             self.leases.end(queue, job)
 
-    def _failed(self, queue: Queue, job: Job, exc: BaseException, trace: str) -> None:
-        if isinstance(exc, InvalidTask):
-            logger.error("Job %s in %r cannot run: %s", job.id, queue.name, exc)
+    def _failed(self, queue: Queue, job: Job, exc: BaseException, trace: str, ran: float) -> None:
+        # Logged before it is recorded: recording waits while Redis is away.
+        line = f"{queue.name}: {job.task or '?'} ({job.id})"
+        if isinstance(exc, InvalidTask):  # never retried
+            self.log.error("%s refused: %s; dead", line, str(exc).rstrip("."))
             record = queue.bury
-        elif isinstance(exc, (JobTimeLimitExceeded, JobCancelled)):
-            # names the job, its task and queue, and the limit; a cancelled job is buried as
-            # such by Redis, whatever is recorded here
-            logger.warning("%s", exc)
-            record = queue.fail
-        else:  # the Tasks framework logs the failure with its traceback (task_finished)
-            logger.info("Job %s (%s) in %r failed: %s", job.id, job.task, queue.name,
-                        type(exc).__name__)  # fmt: skip
+        else:
+            # the Tasks framework logs the traceback (task_finished); a cancelled job is
+            # buried as such by Redis, whatever is recorded here
+            how = "cancelled" if isinstance(exc, JobCancelled) else "failed"
+            why = str(exc).rstrip(".")
+            self.log.warning("%s %s in %s: %s: %s; %s", line, how, took(ran),
+                             type(exc).__name__, why, self._next(queue, job, exc))  # fmt: skip
             record = queue.fail
         self._settle(queue, lambda: record(job, exc, trace))
         self.failed += 1
+
+    @staticmethod
+    def _next(queue: Queue, job: Job, exc: BaseException) -> str:
+        """What happens next to a job that failed, as its line says."""
+        if isinstance(exc, JobCancelled):
+            return "dead"
+        if job.attempts >= queue.max_attempts:
+            return f"dead after {job.attempts} attempt(s)"
+        return (f"attempt {job.attempts} of {queue.max_attempts}, runs again in "
+                f"{took(queue.backoff(job))}")  # fmt: skip
 
     def _settle(self, queue: Queue, action: Callable[[], bool]) -> None:
         """Record a job's outcome, retrying while Redis is away (up to ``patience``), after
@@ -186,3 +205,8 @@ class Runner:
             except Exception:  # a bug, or what a task left behind: never the worker's end
                 logger.exception("Could not record a job's outcome; it will run again.")
                 return
+
+
+def took(seconds: float) -> str:
+    """A duration as the worker's lines show it: in ms below a second."""
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"

@@ -123,7 +123,9 @@ class Supervisor:
             status = 1
             try:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                # The terminal's Ctrl-C reaches every process of the group: the parent alone
+                # acts on it (SIGTERM to each child), or a child would count two signals.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
                 status = self.run_child(index)
             except BaseException:
                 logger.exception("Worker process %d failed.", os.getpid())
@@ -189,12 +191,12 @@ class Supervisor:
     def _install_signals(self) -> None:
         def on_signal(signum: int, frame: Any) -> None:
             if self.stopping.is_set():
-                logger.warning("Second signal: killing the worker processes now; their "
-                               "leased jobs run again later.")  # fmt: skip
+                logger.warning("Forced: killing the worker processes now; the jobs they held "
+                               "run again once their leases run out.")  # fmt: skip
                 self.killing = True
                 return
-            logger.warning("Stopping: each worker process finishes its running jobs; send "
-                           "the signal again to kill them at once.")  # fmt: skip
+            logger.warning("Stopping: each worker process finishes its running jobs; Ctrl-C "
+                           "again to force.")  # fmt: skip
             self.stopping.set()
             self._signal_all(signal.SIGTERM)
 

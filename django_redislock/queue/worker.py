@@ -274,17 +274,23 @@ class Worker:
     def _install_signals(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
+        # SIGINT ignored: a process of --processes (its parent relays the terminal's Ctrl-C
+        # as SIGTERM: both would count as two signals), or started in the background.
+        interactive = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
 
         def on_signal(signum: int, frame: Any) -> None:
             if self.stopping.is_set():
-                logger.warning("Second signal: exiting now; leased jobs run again later.")
+                logger.warning("Forced: exiting now; the jobs it held run again once their "
+                               "leases run out.")  # fmt: skip
                 os._exit(128 + signum)
-            logger.warning(
-                "Stopping: finishing %d running job(s); send the signal again (Ctrl-C) to "
-                "exit at once.",
-                self.leases.running_count(),
-            )
+            running = self.leases.running_count()
+            if interactive:
+                logger.warning("Stopping: finishing %d running job(s); Ctrl-C again to "
+                               "force.", running)  # fmt: skip
+            else:  # its parent says how to force
+                logger.info("Stopping: finishing %d running job(s).", running)
             self.stop()
 
         signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        if interactive:
+            signal.signal(signal.SIGINT, on_signal)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from functools import partial
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import autoreload
 
 from django_redislock.exceptions import RedisUnavailable
+from django_redislock.management.reloading import reloading
+from django_redislock.management.worker_logging import VERBOSITY_HELP, worker_logging
 from django_redislock.queue.supervisor import RECYCLE, Supervisor
 from django_redislock.queue.worker import Worker
 
@@ -45,34 +47,67 @@ class Command(BaseCommand):
             help="with --processes: replace a worker process using more than MB of memory "
             "(once its running jobs finish)",
         )  # fmt: skip
+        parser.add_argument(
+            "--reload", action="store_true",
+            help="for development: restart the worker when a Python file changes (Django's "
+            "autoreloader, as runserver); Ctrl-C then stops it at once",
+        )  # fmt: skip
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        for action in parser._actions:  # Django's own -v, documented for what it does here
+            if action.dest == "verbosity":
+                action.help = VERBOSITY_HELP
+        return parser
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["verbosity"] > 1:
-            logging.getLogger("django_redislock").setLevel(logging.DEBUG)
         processes = options["processes"]
         if processes is None and (options["max_jobs_per_child"] or options["max_memory"]):
             raise CommandError("--max-jobs-per-child and --max-memory go with --processes.")
         if processes is not None and options["max_jobs"] is not None:
             raise CommandError("--max-jobs is for one process; with --processes, use "
                                "--max-jobs-per-child.")  # fmt: skip
-        try:
-            worker = self._worker(options, 0, options["max_jobs"])
+        if processes is not None and options["reload"]:
+            raise CommandError("--reload restarts one worker process; it does not go with "
+                               "--processes.")  # fmt: skip
+        if options["reload"]:
+            self._worker_or_error(options)  # a mistake is shown once, not per restart
+            shown = partial(worker_logging, options["verbosity"], self.stdout)
+            made = partial(self._worker_or_error, options)
+            autoreload.run_with_reloader(reloading, made, self.serve, shown, self.stderr)
+            return
+        with worker_logging(options["verbosity"], self.stdout):
             if processes is not None:
-                supervisor = Supervisor(partial(self._child, options), processes,
-                                        burst=options["burst"],
-                                        max_memory=options["max_memory"])  # fmt: skip
+                self._supervise(options, processes)
+            else:
+                self.serve(self._worker_or_error(options))
+
+    def _worker_or_error(self, options: dict[str, Any]) -> Worker:
+        try:
+            return self._worker(options, 0, options["max_jobs"])
         except (ValueError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
-        if processes is not None:
-            self.stdout.write(
-                f"Supervising {processes} worker processes: queues "
-                f"{', '.join(q.name for q in worker.queues)}, concurrency "
-                f"{worker.concurrency} each."
-            )
-            del worker  # made to check the options; each child makes its own
-            supervisor.run()
-            self.stdout.write(f"Stopped; {supervisor.started_children} worker processes ran.")
-            return
+
+    def _supervise(self, options: dict[str, Any], processes: int) -> None:
+        worker = self._worker_or_error(options)
+        try:
+            supervisor = Supervisor(partial(self._child, options), processes,
+                                    burst=options["burst"],
+                                    max_memory=options["max_memory"])  # fmt: skip
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            f"Supervising {processes} worker processes: queues "
+            f"{', '.join(q.name for q in worker.queues)}, concurrency "
+            f"{worker.concurrency} each."
+        )
+        del worker  # made to check the options; each child makes its own
+        self.stdout.flush()  # or each child would print what it inherited unwritten
+        supervisor.run()
+        self.stdout.write(f"Stopped; {supervisor.started_children} worker processes ran.")
+
+    def serve(self, worker: Worker) -> None:
+        """Run ``worker`` until it stops, between its banner and its summary."""
         schedule = (
             f", scheduling {', '.join(e.name for e in worker.scheduler.entries)}"
             if worker.scheduler

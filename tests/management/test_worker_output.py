@@ -1,0 +1,228 @@
+"""``manage.py run_queue_worker`` as an operator sees it, run as a real command against a
+real redis-server: one line per job on stdout, LOGGING respected, the first Ctrl-C drains
+(also with ``--processes``) and says how to force, ``--reload`` restarts on a code change."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import django
+import pytest
+from django.core.management import CommandError, call_command
+
+from django_redislock import get_queue, get_redis
+from django_redislock.queue.registry import live_workers
+from tests.servers import free_port
+
+from ..conftest import Backend
+from ..tasks import DONE
+
+pytestmark = pytest.mark.processes
+
+ROOT = Path(__file__).resolve().parents[2]
+QUEUES = {"default": {"MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05, "LEASE": 30},
+          "mail": {"MAX_ATTEMPTS": 1}}  # fmt: skip
+
+SETTINGS = """
+import json, os
+from tests.settings import *  # noqa
+
+REDISLOCK = json.loads(os.environ["REDISLOCK_TEST_SETTINGS"])
+INSTALLED_APPS = [*INSTALLED_APPS, "reloadapp"]
+LOGGING_CONFIG = "logging.config.dictConfig"  # Django's default LOGGING, and the project's:
+if os.environ.get("REDISLOCK_TEST_LOGGING"):
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"project": {"format": "PROJECT %(levelname)s %(name)s %(message)s"}},
+        "handlers": {"out": {"class": "logging.StreamHandler", "formatter": "project",
+                             "stream": "ext://sys.stdout"}},
+        "loggers": {"django_redislock": {"handlers": ["out"], "level": "INFO"}},
+    }
+"""
+MANAGE = """
+import os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "talk_settings")
+from django.core.management import execute_from_command_line
+execute_from_command_line(sys.argv)
+"""
+TASKS = """
+try:
+    from django.tasks import task
+except ImportError:
+    from django_tasks import task
+from django_redislock import get_redis
+
+@task()
+def version() -> str:
+    get_redis().rpush("test:versions", "v1")
+    return "v1"
+"""
+
+
+@pytest.fixture
+def site(redis_backend: Backend, settings: Any, tmp_path: Path) -> Path:
+    """A project (settings, manage.py, an app) in ``tmp_path`` using the test server."""
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
+    (tmp_path / "talk_settings.py").write_text(SETTINGS)
+    (tmp_path / "manage.py").write_text(MANAGE)
+    (tmp_path / "reloadapp").mkdir()
+    (tmp_path / "reloadapp" / "__init__.py").write_text("")
+    (tmp_path / "reloadapp" / "tasks.py").write_text(TASKS)
+    return tmp_path
+
+
+def command(site: Path, settings: Any, *args: str, logging: str = "") -> subprocess.Popen[str]:
+    """``manage.py run_queue_worker ARGS`` in its own session (a terminal's Ctrl-C reaches
+    the whole group: ``os.killpg``)."""
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as by default
+    env = {**environ, "REDISLOCK_TEST_SETTINGS": json.dumps(settings.REDISLOCK),
+           "REDISLOCK_TEST_LOGGING": logging, "DJANGO_SETTINGS_MODULE": "talk_settings",
+           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), *sys.path])}  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, str(site / "manage.py"), "run_queue_worker", *args], cwd=site,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def finish(worker: subprocess.Popen[str], timeout: float = 30) -> tuple[str, str, int]:
+    try:
+        out, err = worker.communicate(timeout=timeout)
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.communicate()
+    return out, err, worker.returncode
+
+
+def wait_for(predicate: Any, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def done() -> list[int]:
+    return [json.loads(v)["n"] for v in get_redis().lrange(DONE, 0, -1)]
+
+
+def test_one_line_per_job_on_stdout_with_djangos_default_logging(site: Path, settings: Any) -> None:
+    get_queue().enqueue("tests.tasks.record", args=[1], job_id="fine")
+    get_queue().enqueue("tests.tasks.boom", job_id="again")
+    get_queue().enqueue("os.system", args=["true"], job_id="evil")
+    get_queue("mail").enqueue("tests.tasks.boom", job_id="poison")
+    out, err, code = finish(command(site, settings, "--burst", "--queue", "default",
+                                    "--queue", "mail"))  # fmt: skip
+    assert code == 0, err
+    assert err == ""  # nothing left to Python's last-resort printing, nothing twice
+    lines = out.splitlines()
+    [fine] = [line for line in lines if "(fine)" in line]
+    assert fine.split(" ", 1)[1].startswith("default: tests.tasks.record (fine) OK in ")
+    [again] = [line for line in lines if "(again)" in line]
+    assert again.split(" ", 1)[1].startswith(
+        "[WARNING] default: tests.tasks.boom (again) failed in "
+    )
+    assert again.endswith("ValueError: poison; attempt 1 of 2, runs again in 50.0 ms")
+    [poison] = [line for line in lines if "(poison)" in line]
+    assert poison.endswith("ValueError: poison; dead after 1 attempt(s)")
+    [evil] = [line for line in lines if "(evil)" in line]
+    assert "[ERROR] default: os.system (evil) refused: 'os.system' is not in an installed" in evil
+    # The Tasks framework's log of each failure, with its traceback: Django 6 logs it on
+    # "django.tasks", which Django's default LOGGING handles (on the console when DEBUG).
+    tracebacks = 2 if django.VERSION < (6, 0) else 0
+    assert out.count("Traceback (most recent call last)") == tracebacks
+    assert "state=RUNNING" not in out  # its INFO lines: at -v 3 only
+
+
+def test_a_project_logging_the_app_gets_each_line_once_its_own_way(
+    site: Path, settings: Any
+) -> None:
+    get_queue().enqueue("tests.tasks.record", args=[1], job_id="fine")
+    out, err, code = finish(command(site, settings, "--burst", logging="project"))
+    assert code == 0, err
+    [fine] = [line for line in (out + err).splitlines() if "(fine)" in line]
+    assert fine.startswith("PROJECT INFO django_redislock.worker default: tests.tasks.record")
+
+
+@pytest.mark.parametrize("mode", [["--concurrency", "2"], ["--processes", "2"]])
+def test_the_first_ctrl_c_drains_and_says_how_to_force_the_second_forces(
+    site: Path, settings: Any, mode: list[str]
+) -> None:
+    """A terminal's Ctrl-C reaches every process of the group: with --processes too, the
+    first one lets the running jobs finish (each child used to take it as two signals)."""
+    worker = command(site, settings, *mode)
+    try:
+        queue = get_queue()
+        queue.enqueue("tests.tasks.slow", args=[1, 1.5])
+        queue.enqueue("tests.tasks.slow", args=[2, 60])
+        wait_for(lambda: queue.counts()["running"] == 2)
+        os.killpg(worker.pid, signal.SIGINT)
+        wait_for(lambda: done() == [1])  # the short job finished: a drain
+        wait_for(lambda: queue.counts()["running"] == 1)  # and was acknowledged
+        assert worker.poll() is None  # waiting for the long one
+        os.killpg(worker.pid, signal.SIGINT)
+        out, err, code = finish(worker, 15)
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+    assert code == (0 if "--processes" in mode else 128 + signal.SIGINT), err
+    assert out.count("Ctrl-C again to force.") == 1
+    assert out.count("Supervising 2 worker processes") == ("--processes" in mode)
+    assert "Forced: " in out
+    assert queue.counts()["running"] == 1  # the long job runs again after its lease
+
+
+def test_reload_restarts_the_worker_when_a_module_changes(site: Path, settings: Any) -> None:
+    queue = get_queue()
+    versions = get_redis()
+    worker = command(site, settings, "--reload")
+    try:
+        queue.enqueue("reloadapp.tasks.version")
+        wait_for(lambda: versions.llen("test:versions") == 1)
+        [first] = [w["id"] for w in live_workers()]
+        tasks = site / "reloadapp" / "tasks.py"
+        tasks.write_text(TASKS.replace('"v1"', '"v2"'))
+        touched = time.monotonic()
+
+        def restarted() -> bool:
+            nonlocal touched
+            # A reloader sees a change to a file it has seen before: until it restarts, the
+            # file is touched again each second (it may first have seen the edited one).
+            if time.monotonic() - touched > 1:
+                os.utime(tasks)
+                touched = time.monotonic()
+            return [w["id"] for w in live_workers()] not in ([], [first])
+
+        wait_for(restarted)
+        queue.enqueue("reloadapp.tasks.version")
+        wait_for(lambda: versions.llen("test:versions") == 2)
+        assert [v.decode() for v in versions.lrange("test:versions", 0, -1)] == ["v1", "v2"]
+        os.killpg(worker.pid, signal.SIGINT)
+        out, err, code = finish(worker)
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+    assert code == 0, err
+    assert out.count(": queues default, concurrency 1.") >= 2, out  # a banner per process
+    assert f"Stopping worker {first}: finishing 0 running job(s)" in out
+
+
+def test_reload_with_redis_unreachable_exits_once(site: Path, settings: Any) -> None:
+    """Not status 3, which would ask the autoreloader for another process, forever."""
+    settings.REDISLOCK = {"URL": f"redis://127.0.0.1:{free_port()}/0"}
+    _, err, code = finish(command(site, settings, "--reload"))
+    assert code == 1
+    assert err.count("CommandError: Cannot start: Redis is unreachable") == 1
+
+
+def test_reload_does_not_go_with_processes(redis_backend: Backend) -> None:
+    with pytest.raises(CommandError, match="--reload restarts one worker process"):
+        call_command("run_queue_worker", "--reload", "--processes", "2")
