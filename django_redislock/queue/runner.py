@@ -146,8 +146,9 @@ class Runner:
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: the task's own
                 self._failed(queue, job, exc, traceback.format_exc(), time.monotonic() - start)
             else:
-                ran = took(time.monotonic() - start)
-                self.log.info("%s: %s (%s) OK in %s", queue.name, job.task, job.id, ran)
+                if self.log.isEnabledFor(logging.INFO):  # (the drain's hot path otherwise)
+                    ran = took(time.monotonic() - start)
+                    self.log.info("%s: %s (%s) OK in %s", queue.name, job.task, job.id, ran)
                 self.leases.succeeded(queue, job, value)
                 self.processed += 1
             return time.monotonic() - start
