@@ -24,6 +24,7 @@ from django.utils import timezone
 from ..exceptions import InvalidTask, JobCancelled, RedisUnavailable
 from ..metrics.tracing import traced_run
 from .core import Job, Queue
+from .jobs import error_text
 from .task_jobs import (
     NOT_A_TASK,
     Task,
@@ -167,9 +168,9 @@ class Runner:
             # the Tasks framework logs the traceback (task_finished); a cancelled job is
             # buried as such by Redis, whatever is recorded here
             how = "cancelled" if isinstance(exc, JobCancelled) else "failed"
-            why = str(exc).rstrip(".")
-            self.log.warning("%s %s in %s: %s: %s; %s", line, how, took(ran),
-                             type(exc).__name__, why, self._next(queue, job, exc))  # fmt: skip
+            why = error_text(exc)[0].rstrip(".")  # "Class: text", even when str(exc) fails
+            self.log.warning("%s %s in %s: %s; %s", line, how, took(ran), why,
+                             self._next(queue, job, exc))  # fmt: skip
             record = queue.fail
         self._settle(queue, lambda: record(job, exc, trace))
         self.failed += 1
