@@ -7,9 +7,12 @@ when no server binary can be found, the fixture fails and says how to get one.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import signal
+import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -82,14 +85,18 @@ class Processes:
     def __init__(self) -> None:
         self.context = multiprocessing.get_context("fork")
         self.children: list[multiprocessing.process.BaseProcess] = []
+        self.dumps: dict[int | None, Any] = {}  # pid -> where a hung child writes its stacks
 
     def start(self, target: Any, *args: Any) -> multiprocessing.process.BaseProcess:
         from django.db import connections
 
         connections.close_all()  # a forked child must not share the parent's DB socket
-        process = self.context.Process(target=target, args=args, daemon=True)
+        # closed in cleanup()
+        dump = tempfile.NamedTemporaryFile("w+", prefix="child-stacks-", delete=False)  # noqa: SIM115
+        process = self.context.Process(target=_child, args=(dump, target, *args), daemon=True)
         process.start()
         self.children.append(process)
+        self.dumps[process.pid] = dump
         return process
 
     def queue(self) -> Any:
@@ -103,19 +110,49 @@ class Processes:
             child.join(timeout)
             assert child.exitcode == 0, f"child {child.pid} exited with {child.exitcode}"
 
-    def cleanup(self) -> None:
+    def cleanup(self, failed: bool = False) -> None:
         for child in self.children:
             if child.is_alive() and child.pid:
                 os.kill(child.pid, signal.SIGCONT)
+                if failed:
+                    self._report_stacks(child.pid)
                 child.kill()
             child.join(5)
+        for dump in self.dumps.values():
+            dump.close()
+            os.unlink(dump.name)
+
+    def _report_stacks(self, pid: int) -> None:
+        """Print where a child still running at teardown is stuck (shown with the failing
+        test's report): every thread's stack, which faulthandler writes on SIGUSR2."""
+        os.kill(pid, signal.SIGUSR2)
+        time.sleep(0.3)
+        dump = self.dumps[pid]
+        dump.seek(0)
+        print(f"--- child {pid} still running at teardown; its threads:\n{dump.read()}")
+
+
+def _child(dump: Any, target: Any, *args: Any) -> None:
+    faulthandler.register(signal.SIGUSR2, file=dump, all_threads=True)
+    target(*args)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
+CALL_FAILED = pytest.StashKey[bool]()
 
 
 @pytest.fixture
-def processes() -> Iterator[Processes]:
+def processes(request: pytest.FixtureRequest) -> Iterator[Processes]:
     procs = Processes()
     yield procs
-    procs.cleanup()
+    procs.cleanup(failed=request.node.stash.get(CALL_FAILED, False))
 
 
 @pytest.fixture
