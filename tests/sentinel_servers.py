@@ -19,6 +19,7 @@ class SentinelServer(RedisServer):
 
     def __init__(self, service: str, master_port: int, options: dict[str, int]) -> None:
         super().__init__()
+        self.auto_port = False  # written in its configuration file: never chosen again
         lines = [
             f"port {self.port}", "bind 127.0.0.1", f"dir {self.dir}", "logfile redis.log",
             "daemonize no", "protected-mode no",

@@ -62,6 +62,7 @@ class RedisServer:
 
     def __init__(self, *args: str, port: int | None = None) -> None:
         self.args = args
+        self.auto_port = port is None  # chosen here: another may be taken if this one is
         self.port = port or free_port(cluster="--cluster-enabled" in args)
         self.dir = Path(tempfile.mkdtemp(prefix="redislock-"))
         self.process: subprocess.Popen[bytes] | None = None
@@ -81,25 +82,38 @@ class RedisServer:
             *self.args,
         ]  # fmt: skip
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
-        self._wait_ready(timeout)
+        if not self._wait_ready(timeout):
+            # Another test run on this machine (the other Django leg) took the free port
+            # between our look and redis-server's bind: a port chosen here is chosen again.
+            (self.dir / "redis.log").unlink()
+            self.port = free_port(cluster="--cluster-enabled" in self.args)
+            return self.start(timeout)
         return self
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float) -> bool:
+        """True once this server answers; False when it could not bind a port chosen here
+        (taken meanwhile). The answer must come from this process: another run's server
+        may be listening on the port ours failed to bind."""
         deadline = time.monotonic() + timeout
-        client = self.client(socket_connect_timeout=0.5)
-        while True:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited at start:\n{self.log()}")
-            try:
-                if client.ping():
-                    client.close()
-                    return
-            except redis.ConnectionError:
+        client = self.client(socket_connect_timeout=0.5, socket_timeout=0.5)
+        try:
+            while True:
+                assert self.process is not None
+                if self.process.poll() is not None:
+                    if self.auto_port and "Address already in use" in self.log():
+                        return False
+                    raise RuntimeError(f"redis-server exited at start:\n{self.log()}")
+                try:
+                    if client.info("server")["process_id"] == self.process.pid:
+                        return True
+                except (redis.ConnectionError, redis.TimeoutError):
+                    pass
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError(f"redis-server did not answer:\n{self.log()}") from None
+                    raise RuntimeError(f"redis-server did not answer:\n{self.log()}")
                 time.sleep(0.02)
+        finally:
+            client.close()
 
     def log(self) -> str:
         path = self.dir / "redis.log"
