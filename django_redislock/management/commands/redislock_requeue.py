@@ -87,7 +87,10 @@ class Command(BaseCommand):
                 offset += len(page)  # jobs tried already, that stayed
                 continue
             seen.update(fresh)
-            requeued += sum(queue.requeue(job_id) for job_id in fresh)
+            if state == "dead":  # one script per page, as the admin's "retry all"
+                requeued += queue.retry_dead(fresh)
+            else:
+                requeued += sum(queue.requeue(job_id) for job_id in fresh)
             if total > BATCH:
                 self.stdout.write(f"  {len(seen)} of {total}…")
         audit.info("Requeued %d %s job(s) of queue %r (redislock_requeue).", requeued, state,
