@@ -11,6 +11,7 @@ job's soft time limit), ``Waiter`` (sleeping until an enqueue or the next due jo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -280,8 +281,11 @@ class Worker:
 
         def on_signal(signum: int, frame: Any) -> None:
             if self.stopping.is_set():
-                logger.warning("Forced: exiting now; the jobs it held run again once their "
-                               "leases run out.")  # fmt: skip
+                # Written straight to stdout, taking no lock: logging's or the stream's may
+                # be held by the very thread this handler interrupted, or by a job's thread.
+                with contextlib.suppress(OSError):
+                    os.write(1, b"Forced: exiting now; the jobs it held run again once their "
+                                b"leases run out.\n")  # fmt: skip
                 os._exit(128 + signum)
             running = self.leases.running_count()
             if interactive:
