@@ -83,7 +83,7 @@ class RedisServer:
         ]  # fmt: skip
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
         if not self._wait_ready(timeout):
-            # Another test run on this machine (the other Django leg) took the free port
+            # Another test run on this machine (another suite, a benchmark) took the free port
             # between our look and redis-server's bind: a port chosen here is chosen again.
             (self.dir / "redis.log").unlink()
             self.port = free_port(cluster="--cluster-enabled" in self.args)
