@@ -71,11 +71,15 @@ def work() -> None:
 
 
 def produce(stop: Any, runs: str, acked: str, confirm: bool) -> None:
-    """Enqueues j0, j1, ... and logs each acknowledged one (``n confirmed at``). A failed
-    enqueue is retried with the same id, as an application would (ids make it idempotent)."""
+    """Enqueues j0, j1, ... and logs each acknowledged one (``n confirmed sent_at``: when
+    the enqueue that succeeded was sent; one sent after the kill can only have reached the
+    new master, while one logged after it may have been acknowledged by the old master just
+    before, its process descheduled in between). A failed enqueue is retried with the same
+    id, as an application would (ids make it idempotent)."""
     queue, client, n = get_queue(), get_redis(), 0
     with open(acked, "a", buffering=1) as log:
         while not stop.is_set():
+            sent_at = time.time()
             try:
                 queue.enqueue(TASK, [n, runs], job_id=f"j{n}")
                 # WAIT counts the writes of this thread's connection, the enqueue's.
@@ -83,7 +87,7 @@ def produce(stop: Any, runs: str, acked: str, confirm: bool) -> None:
             except RedisUnavailable:
                 time.sleep(0.02)
                 continue
-            log.write(f"{n} {int(replicas >= 1)} {time.time()}\n")
+            log.write(f"{n} {int(replicas >= 1)} {sent_at}\n")
             n += 1
             time.sleep(0.003)
 
@@ -198,7 +202,7 @@ def test_workers_and_locks_ride_a_failover(
         wait_for(lambda: len(lines(runs)) >= 100, 30, "jobs to run before the kill")
         wait_for(lambda: len(acquisitions(tmp_path)) >= 20, 30, "locks before the kill")
         old = group.kill_master(lag, meanwhile=grab.set)
-        killed_at = time.time()  # what was acknowledged after this, the new master did
+        killed_at = time.time()  # what was sent after this, the new master acknowledged
         group.wait_promoted(old)
         promoted_at = time.time()
         # Brought back at once, as a supervisor would: it rejoins as the new master's replica
@@ -251,7 +255,8 @@ def check_and_measure(folder: Path, killed_at: float, wait_replicas: int) -> dic
     runs = Counter(int(entry[0]) for entry in lines(folder / "runs.log"))
     acked = [(int(n), c == "1", float(at)) for n, c, at in lines(folder / "acked.log")]
     lost = [n for n, _, _ in acked if n not in runs]
-    # Must hold: what a replica confirmed, and what the new master acknowledged, ran.
+    # Must hold: what a replica confirmed, and what the new master acknowledged (sent after
+    # the kill), ran.
     assert not [n for n, confirmed, _ in acked if confirmed and n not in runs]
     assert not [n for n, _, at in acked if at > killed_at and n not in runs]
     assert set(runs) <= {n for n, _, _ in acked} | {len(acked)}  # no job from nowhere
