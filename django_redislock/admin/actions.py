@@ -230,18 +230,29 @@ def _cancel(t: Mapping[str, str]) -> str:
     return f"Job “{job.id}” of queue “{queue.name}” was asked to stop."
 
 
-def _describe_purge(t: Mapping[str, str]) -> dict[str, Any]:
-    dead = get_queue(t["queue"]).counts()[JobState.DEAD]
+def dead_count(t: Mapping[str, str]) -> int:
+    """How many dead jobs queue ``t["queue"]`` has; Gone when none."""
+    dead: int = get_queue(t["queue"]).counts()[JobState.DEAD]
     if not dead:
         raise Gone(f"Queue “{t['queue']}” has no dead jobs.")
+    return dead
+
+
+def dead_done(t: Mapping[str, str], count: int, done: str) -> str:
+    """What an action on all dead jobs of ``t["queue"]`` did to ``count`` of them; Gone
+    when there were none any more."""
+    if not count:
+        raise Gone(f"Queue “{t['queue']}” had no dead jobs; nothing was {done}.")
+    return f"{count} dead job{'s' if count != 1 else ''} of queue “{t['queue']}” {done}."
+
+
+def _describe_purge(t: Mapping[str, str]) -> dict[str, Any]:
+    dead = dead_count(t)
     return {"summary": f"Delete all {dead} dead jobs of queue “{t['queue']}”, with their errors."}
 
 
 def _purge(t: Mapping[str, str]) -> str:
-    removed = get_queue(t["queue"]).purge(JobState.DEAD)
-    if not removed:
-        raise Gone(f"Queue “{t['queue']}” had no dead jobs; nothing was deleted.")
-    return f"{removed} dead job{'s' if removed != 1 else ''} of queue “{t['queue']}” deleted."
+    return dead_done(t, get_queue(t["queue"]).purge(JobState.DEAD), "deleted")
 
 
 def _as_lock(t: Mapping[str, str]) -> tuple[str, str]:

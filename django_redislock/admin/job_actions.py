@@ -15,7 +15,7 @@ from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import JobState
 from ..queue.registry import live_workers
 from ..templatetags.redislock_admin import duration
-from .actions import MANAGE, Action, Gone, as_job, job_in
+from .actions import MANAGE, Action, Gone, as_job, dead_count, dead_done, job_in
 
 logger = logging.getLogger("django_redislock.admin")
 
@@ -85,18 +85,13 @@ def _requeue_running(t: Mapping[str, str]) -> str:
 
 
 def _describe_retry_all(t: Mapping[str, str]) -> dict[str, Any]:
-    dead = get_queue(t["queue"]).counts()[JobState.DEAD]
-    if not dead:
-        raise Gone(f"Queue “{t['queue']}” has no dead jobs.")
+    dead = dead_count(t)
     return {"summary": f"Run all {dead} dead jobs of queue “{t['queue']}” again now, their "
             "attempts reset."}  # fmt: skip
 
 
 def _retry_all(t: Mapping[str, str]) -> str:
-    retried = get_queue(t["queue"]).retry_all_dead()
-    if not retried:
-        raise Gone(f"Queue “{t['queue']}” had no dead jobs; nothing was requeued.")
-    return f"{retried} dead job{'s' if retried != 1 else ''} of queue “{t['queue']}” requeued."
+    return dead_done(t, get_queue(t["queue"]).retry_all_dead(), "requeued")
 
 
 def _as_all_dead(t: Mapping[str, str]) -> tuple[str, str]:

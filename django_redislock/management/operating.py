@@ -42,6 +42,17 @@ def command_errors() -> Iterator[None]:
         raise CommandError(str(exc)) from exc
 
 
+def add_queue_and_state(parser: CommandParser, states: list[str], what: str,
+                        default: str | None = None) -> None:  # fmt: skip
+    """``--queue Q`` (required) and ``--state``: one of ``states``, required without a
+    ``default``; ``what`` says what is done to the jobs of that state."""
+    parser.add_argument("--queue", required=True, metavar="Q", help="the queue")
+    parser.add_argument(
+        "--state", choices=states, required=default is None, default=default,
+        help=f"the state of the jobs to {what}" + (f" (default: {default})" if default else ""),
+    )  # fmt: skip
+
+
 def add_confirmation(parser: CommandParser) -> None:
     parser.add_argument(
         "--yes", "--noinput", "--no-input", action="store_false", dest="interactive",

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from django_redislock.management.operating import (
     add_confirmation,
+    add_queue_and_state,
     audit,
     command_errors,
     confirmed,
@@ -25,11 +26,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--queue", required=True, metavar="Q", help="the queue")
-        parser.add_argument(
-            "--state", required=True, choices=["dead", "scheduled", "ready"],
-            help="the state of the jobs to delete",
-        )  # fmt: skip
+        add_queue_and_state(parser, ["dead", "scheduled", "ready"], "delete")
         add_confirmation(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django_redislock.exceptions import JobNotFound
 from django_redislock.management.operating import (
     add_confirmation,
+    add_queue_and_state,
     audit,
     command_errors,
     confirmed,
@@ -27,11 +28,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--queue", required=True, metavar="Q", help="the queue")
-        parser.add_argument(
-            "--state", choices=["dead", "scheduled"], default="dead",
-            help="the state of the jobs to requeue (default: dead)",
-        )  # fmt: skip
+        add_queue_and_state(parser, ["dead", "scheduled"], "requeue", default="dead")
         parser.add_argument(
             "--id", action="append", dest="ids", metavar="ID",
             help="only this job (repeat for several); default: every job in the state",
