@@ -13,12 +13,11 @@ import time
 from collections.abc import Sequence
 from secrets import token_hex
 from threading import current_thread
-from types import TracebackType
 from typing import Any
 
 from redis.exceptions import RedisError
 
-from ..exceptions import LockNotOwned, RedisUnavailable
+from ..exceptions import RedisUnavailable
 from ..redis.aio import call, run_script
 from ..redis.scripts import LuaScript
 from . import renewer as _renewer
@@ -152,20 +151,3 @@ class AsyncLock(AsyncWaiting):
         client = lock.client
         args = lock._release_args("")
         return lock._forced(await lock._run_async(client, RELEASE, lock._keys.releasing, args))
-
-    async def __aenter__(self) -> AsyncLock:
-        if not await self.acquire():
-            raise self._timeout_error(self.timeout)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.release()
-        except LockNotOwned:
-            if exc is None:
-                raise

@@ -9,12 +9,11 @@ import time
 from collections.abc import Sequence
 from secrets import token_hex
 from threading import current_thread
-from types import TracebackType
 from typing import Any
 
 from redis.exceptions import RedisError
 
-from ..exceptions import LockNotOwned, RedisUnavailable
+from ..exceptions import RedisUnavailable
 from ..redis.aio import run_script
 from ..redis.scripts import LuaScript
 from . import renewer as _renewer
@@ -149,20 +148,3 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         """Free every permit of semaphore ``name``; the oldest waiters get them at once."""
         semaphore = cls(name, limit=1, ttl=1, using=using)
         return semaphore._forced(await semaphore._release_token_async(semaphore.client, ""))
-
-    async def __aenter__(self) -> AsyncSemaphore:
-        if not await self.acquire():
-            raise self._timeout_error(self.timeout)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.release()
-        except LockNotOwned:
-            if exc is None:
-                raise

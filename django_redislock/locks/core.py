@@ -3,11 +3,13 @@ signals and errors, and ``with lock:`` for the blocking ones."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
+from collections.abc import Iterator
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..conf import conf
 from ..exceptions import LockNotOwned, LockTimeout
@@ -97,6 +99,22 @@ class LockCore:
         )
 
 
+_Sync = TypeVar("_Sync", bound="SyncContext")
+_Async = TypeVar("_Async", bound="AsyncContext")
+
+
+@contextlib.contextmanager
+def released_on_exit(exc: BaseException | None) -> Iterator[None]:
+    """Around the release that ends a ``with``/``async with`` block: a lock lost meanwhile
+    raises LockNotOwned, unless the body raised: its own exception is kept (the loss was
+    logged and signalled)."""
+    try:
+        yield
+    except LockNotOwned:
+        if exc is None:
+            raise
+
+
 class SyncContext(LockCore):
     """``with lock:`` for the blocking locks: acquire (or LockTimeout), release on exit."""
 
@@ -106,7 +124,7 @@ class SyncContext(LockCore):
     def release(self) -> None:
         raise NotImplementedError
 
-    def __enter__(self) -> Any:
+    def __enter__(self: _Sync) -> _Sync:
         if not self.acquire():
             raise self._timeout_error(self.timeout)
         return self
@@ -117,9 +135,29 @@ class SyncContext(LockCore):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        try:
+        with released_on_exit(exc):
             self.release()
-        except LockNotOwned:
-            if exc is None:
-                raise
-            # Keep the body's own exception; the loss was logged and signalled.
+
+
+class AsyncContext(LockCore):
+    """``async with lock:`` for the asyncio locks, as ``SyncContext``."""
+
+    async def acquire(self, timeout: float | None = None) -> bool:
+        raise NotImplementedError
+
+    async def release(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self: _Async) -> _Async:
+        if not await self.acquire():
+            raise self._timeout_error(self.timeout)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with released_on_exit(exc):
+            await self.release()

@@ -9,7 +9,7 @@ from secrets import token_hex
 from threading import current_thread, get_ident
 from typing import Any
 
-from ..redis.clients import call, get_redis, run_script
+from ..redis.clients import call, run_script
 from . import renewer as _renewer
 from .core import SyncContext, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
@@ -21,13 +21,6 @@ logger = logging.getLogger(__name__)
 class Lock(SyncWaiting, SyncContext):
     """A distributed lock. ``with Lock("name"):`` acquires (or raises LockTimeout) and
     releases on exit. See the README for every option."""
-
-    def _connect(self) -> Any:
-        return get_redis(self.using)
-
-    @property
-    def renew_client(self) -> Any:
-        return self.client
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try

@@ -9,7 +9,7 @@ from secrets import token_hex
 from threading import current_thread, get_ident
 from typing import Any
 
-from ..redis.clients import get_redis, run_script
+from ..redis.clients import run_script
 from . import renewer as _renewer
 from .core import SyncContext
 from .semaphore_base import SemaphoreBase, SemaphoreState, parse_state
@@ -26,13 +26,6 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
     ``Semaphore(name, *, limit, ttl=None, timeout=None, auto_renew=False, fair=False,
     fencing=False, using=None)``: the options mean what they mean for ``Lock``; a release
     hands the permit straight to the oldest waiter."""
-
-    def _connect(self) -> Any:
-        return get_redis(self.using)
-
-    @property
-    def renew_client(self) -> Any:
-        return self.client
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Take a permit; wait up to ``timeout`` seconds (None: the semaphore's timeout, 0: try

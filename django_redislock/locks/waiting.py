@@ -15,6 +15,7 @@ from ..redis.aio import call as aio_call
 from ..redis.aio import get_async_redis
 from ..redis.clients import call, get_redis
 from .base import LockBase, logger
+from .core import AsyncContext
 
 
 def _task() -> Any:
@@ -37,7 +38,14 @@ def _cancelled_since(before: int) -> None:
 
 
 class SyncWaiting(LockBase):
-    """The blocking wait of ``Lock`` and ``Semaphore``."""
+    """The blocking wait of ``Lock`` and ``Semaphore``, and their clients."""
+
+    def _connect(self) -> Any:
+        return get_redis(self.using)
+
+    @property
+    def renew_client(self) -> Any:
+        return self.client
 
     def _wake_key(self, token: str) -> str:
         raise NotImplementedError
@@ -95,7 +103,7 @@ class SyncWaiting(LockBase):
         self._release_token(client, token)
 
 
-class AsyncWaiting(LockBase):
+class AsyncWaiting(LockBase, AsyncContext):
     """The asyncio wait of ``AsyncLock`` and ``AsyncSemaphore``, and their clients."""
 
     @property
