@@ -110,18 +110,26 @@ def test_the_decorator_answers_busy_within_its_timeout(backend):
     async def async_view(request: HttpRequest, n: int) -> HttpResponse:
         return HttpResponse("ok")
 
+    async def async_tooks() -> list[float]:
+        # In one event loop, as under an ASGI server: the loop's asyncio client (on Cluster,
+        # its discovery of the nodes) is made by a first call, not timed.
+        assert (await async_view(HttpRequest(), n=1)).status_code == 409
+        took = []
+        for _ in range(7):
+            start = time.monotonic()
+            assert (await async_view(HttpRequest(), n=1)).status_code == 409
+            took.append(time.monotonic() - start)
+        return took
+
     holder = Lock("deadline:1", ttl=30)
     holder.acquire()
-    sync_took, async_took = [], []
+    sync_took = []
     for _ in range(7):
         start = time.monotonic()
         assert view(HttpRequest(), n=1).status_code == 409
         sync_took.append(time.monotonic() - start)
-        start = time.monotonic()
-        assert asyncio.run(async_view(HttpRequest(), n=1)).status_code == 409
-        async_took.append(time.monotonic() - start)
     assert_on_time(sync_took)
-    assert_on_time(async_took)
+    assert_on_time(asyncio.run(async_tooks()))
     holder.release()
     assert view(HttpRequest(), n=1).status_code == 200
 
@@ -300,10 +308,12 @@ def test_a_long_timeout_acquires_at_the_release(real_backend, kind):
         got, took = timed(lambda: Lock("long", ttl=30).acquire(2))
     else:
 
-        async def main() -> bool:
-            return await AsyncLock("long", ttl=30).acquire(2)
+        async def main() -> tuple[bool, float]:
+            lock = AsyncLock("long", ttl=30)
+            start = time.monotonic()  # in the loop: not its start nor its shutdown
+            return await lock.acquire(2), time.monotonic() - start
 
-        got, took = timed(lambda: asyncio.run(main()))
+        got, took = asyncio.run(main())
     holder.join()
     assert got
     assert 0.45 <= took < 0.5 + LATE
@@ -333,10 +343,12 @@ def test_without_client_unblock_waits_fall_back_to_redis_timeouts(no_client_comm
         assert not got
         assert T <= took <= T + 0.3
 
-    async def main() -> bool:
-        return await AsyncLock("fallback", ttl=30).acquire(T)
+    async def main() -> tuple[bool, float]:
+        lock = AsyncLock("fallback", ttl=30)
+        start = time.monotonic()  # in the loop: not its start nor its shutdown
+        return await lock.acquire(T), time.monotonic() - start
 
-    got, took = timed(lambda: asyncio.run(main()))
+    got, took = asyncio.run(main())
     assert not got
     assert T <= took <= T + 0.3
     holder.release_at(time.monotonic() + 0.05)
