@@ -71,27 +71,34 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             params = {**params, "QUEUES": []}
         super().__init__(alias, params)
         self._validated: set[Any] = set()
-        # id(task) -> (task, REDISLOCK, client, path, queue, meta, due): what enqueue found
-        # out about a task, kept while the setting and the client are unchanged.
-        self._prepared: dict[int, tuple[Any, Any, Any, str, Queue, str, int]] = {}
+        # id(task) -> (task, REDISLOCK, client, path, queue, meta, due, capabilities): what
+        # enqueue found out about a task, kept while the setting, the client and the
+        # backend's capabilities (a test may switch one off) are unchanged.
+        self._prepared: dict[int, tuple[Any, Any, Any, str, Queue, str, int, Any]] = {}
 
     def validate_task(self, task: Any) -> None:
         # The framework inspects the function's signature every time: a task that passed is
-        # remembered (not with run_after, whose check reads USE_TZ).
-        if task in self._validated:
+        # remembered (not with run_after, whose check reads USE_TZ), with the capabilities
+        # it passed under (a test may switch one off on this instance).
+        key = (task, self._capabilities())
+        if key in self._validated:
             return
         super().validate_task(task)
         if task.run_after is None and len(self._validated) < 1000:
-            self._validated.add(task)
+            self._validated.add(key)
+
+    def _capabilities(self) -> tuple[bool, bool, bool]:
+        return (self.supports_async_task, self.supports_priority, self.supports_defer)
 
     @tracing.traced_task_enqueue
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         raw, client = user_settings(), get_redis()
         kept = self._prepared.get(id(task))
         if (kept is None or kept[0] is not task or kept[2] is not client
-                or (kept[1] is not raw and kept[1] != raw)):  # fmt: skip
+                or (kept[1] is not raw and kept[1] != raw)
+                or kept[7] != self._capabilities()):  # fmt: skip
             kept = self._prepare(task, raw, client)
-        path, queue, meta, due = kept[3:]
+        path, queue, meta, due = kept[3:7]
         if tracing.ON:  # inside the enqueue span (traced_task_enqueue): carry its context
             meta = tracing.carried_text(meta)
         args, kwargs, args_text, kwargs_text = arguments(args, kwargs)
@@ -144,7 +151,8 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             meta["run_after"] = run_after.isoformat()
             if django_timezone.is_naive(run_after):
                 run_after = django_timezone.make_aware(run_after)
-        kept = (task, raw, client, path, queue, encoded_meta(meta), due_argument(None, run_after))
+        kept = (task, raw, client, path, queue, encoded_meta(meta), due_argument(None, run_after),
+                self._capabilities())  # fmt: skip
         if task.run_after is None:  # (run_after: validated each time, see validate_task)
             if len(self._prepared) >= 1000:
                 self._prepared.clear()

@@ -244,6 +244,25 @@ def test_validation_on_enqueue_with_other_settings(tasks: Backend, settings: Any
         asyncio.run(task_.aenqueue())
 
 
+def test_a_capability_switched_off_refuses_tasks_already_enqueued(
+    tasks: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As Django's own backend tests do: a capability patched off on the live backend holds
+    # for the next enqueue, even of a task this backend accepted (and remembered) before.
+    backend = default_task_backend
+    examples.anoop.enqueue()
+    examples.noop.using(priority=5).enqueue()
+    monkeypatch.setattr(backend, "supports_async_task", False)
+    with pytest.raises(InvalidTask, match=r"(?i)async tasks"):
+        examples.anoop.enqueue()
+    examples.noop.enqueue()  # still fine
+    monkeypatch.setattr(backend, "supports_priority", False)
+    with pytest.raises(InvalidTask, match=r"(?i)priority"):
+        examples.noop.using(priority=5).enqueue()
+    monkeypatch.undo()
+    assert examples.anoop.enqueue().status == TaskResultStatus.READY
+
+
 @pytest.mark.processes
 def test_results_from_another_process(tasks: Backend, processes: Processes) -> None:
     """A result read in one process equals the one returned in another."""
