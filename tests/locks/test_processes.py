@@ -153,14 +153,15 @@ def test_fair_waiters_that_gave_up_or_died_do_not_stall_the_line(real_backend, p
     holder = Lock("fair", ttl=30, fair=True)
     holder.acquire()
     # It gives up while the two others queue behind it: long enough for two processes to
-    # start on a loaded machine (at 0.3 s, it had left before the second one queued).
-    impatient = processes.start(fair_waiter, "impatient", 5, 1.5)
+    # start and queue on a loaded machine (at 0.3 s, and once in CI at 1.5 s, it had left
+    # before the second one queued).
+    impatient = processes.start(fair_waiter, "impatient", 5, 4.0)
     queued(real_backend, 1)
     doomed = processes.start(fair_waiter, "doomed", 0.5, 30)
     queued(real_backend, 2)
     processes.start(fair_waiter, "patient", 5, 30)
     queued(real_backend, 3)
-    impatient.join(5)
+    impatient.join(10)
     assert impatient.exitcode == 0
     os.kill(doomed.pid, signal.SIGKILL)
     released_at = time.monotonic()
