@@ -91,9 +91,9 @@ class RedisServer:
         return self
 
     def _wait_ready(self, timeout: float) -> bool:
-        """True once this server answers; False when it could not bind a port chosen here
-        (taken meanwhile). The answer must come from this process: another run's server
-        may be listening on the port ours failed to bind."""
+        """True once this server answers, its data loaded; False when it could not bind a
+        port chosen here (taken meanwhile). The answer must come from this process: another
+        run's server may be listening on the port ours failed to bind."""
         deadline = time.monotonic() + timeout
         client = self.client(socket_connect_timeout=0.5, socket_timeout=0.5)
         try:
@@ -103,8 +103,9 @@ class RedisServer:
                     if self.auto_port and "Address already in use" in self.log():
                         return False
                     raise RuntimeError(f"redis-server exited at start:\n{self.log()}")
-                try:
-                    if client.info("server")["process_id"] == self.process.pid:
+                try:  # INFO answers while the server still loads its AOF or RDB: not ready
+                    info = client.info()
+                    if info["process_id"] == self.process.pid and not info.get("loading"):
                         return True
                 except (redis.ConnectionError, redis.TimeoutError):
                     pass
