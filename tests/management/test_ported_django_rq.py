@@ -63,6 +63,7 @@ from django_redislock.queue.core import Queue
 from django_redislock.queue.worker import Worker
 
 from ..conftest import _configure
+from .test_queue_commands import run
 
 QUEUES = {"default": {"MAX_ATTEMPTS": 1}, "async": {}}
 STATES = ("ready", "scheduled", "running", "dead")
@@ -73,12 +74,6 @@ def queue(request: pytest.FixtureRequest, settings: Any) -> Queue:
     _configure(request, settings, request.param)
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
     return get_queue("default")
-
-
-def run(*args: str) -> tuple[str, str]:
-    out, err = StringIO(), StringIO()
-    call_command(*args, stdout=out, stderr=err)
-    return out.getvalue(), err.getvalue()
 
 
 def failed_by_a_worker(queue: Queue, count: int) -> list[str]:
