@@ -116,8 +116,8 @@ def traced_enqueue_many(method: F) -> F:
 
 
 def traced_task_enqueue(method: F) -> F:
-    """``RedisTaskBackend.enqueue`` in a PRODUCER span; the backend adds the context to the
-    job's meta (``carried_text``)."""
+    """``RedisTaskBackend.enqueue`` in a PRODUCER span; told so (its ``traced`` argument),
+    the backend adds the context to the job's meta (``carried_text``)."""
     if not ON:
         return method
 
@@ -130,7 +130,7 @@ def traced_task_enqueue(method: F) -> F:
         with found.start_as_current_span(f"enqueue {task.module_path}",
                                          kind=trace.SpanKind.PRODUCER,
                                          attributes=attributes) as span:  # fmt: skip
-            result = method(self, task, args, kwargs)
+            result = method(self, task, args, kwargs, True)
             span.set_attribute("messaging.message.id", result.id)
             return result
 

@@ -67,6 +67,11 @@ def commit_alias(db: str | None) -> str | None:
         if db not in connections.settings:
             raise ValueError(f"using {db!r} is not a database in DATABASES.")
         return db if _in_transaction(connections[db]) else None
+    for connection in _connections():  # (every enqueue: the usual answer, none, comes fast)
+        if connection.in_atomic_block:
+            break
+    else:
+        return None
     open_: list[str] = [c.alias for c in _connections() if _in_transaction(c)]
     if not open_ or DEFAULT_DB_ALIAS in open_:
         return DEFAULT_DB_ALIAS if open_ else None

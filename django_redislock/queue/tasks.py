@@ -37,6 +37,7 @@ from .task_jobs import (
     FRAMEWORK,
     NOT_A_TASK,
     FrameworkInvalidTask,
+    RedisTask,
     TaskResultDoesNotExist,
     arguments,
     framework_backends,
@@ -60,6 +61,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
     supports_async_task = True
     supports_get_result = True
     supports_priority = True
+    task_class = RedisTask  # the framework's Task, finding its backend faster
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         # The framework builds backends inside its own system check: a QUEUES of the wrong
@@ -71,10 +73,10 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             params = {**params, "QUEUES": []}
         super().__init__(alias, params)
         self._validated: set[Any] = set()
-        # id(task) -> (task, REDISLOCK, client, path, queue, meta, due, capabilities): what
+        # id(task) -> (task, REDISLOCK, client, capabilities, path, queue, meta, due): what
         # enqueue found out about a task, kept while the setting, the client and the
         # backend's capabilities (a test may switch one off) are unchanged.
-        self._prepared: dict[int, tuple[Any, Any, Any, str, Queue, str, int, Any]] = {}
+        self._prepared: dict[int, tuple[Any, Any, Any, Any, str, Queue, str, int]] = {}
 
     def validate_task(self, task: Any) -> None:
         # The framework inspects the function's signature every time: a task that passed is
@@ -91,29 +93,30 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         return (self.supports_async_task, self.supports_priority, self.supports_defer)
 
     @tracing.traced_task_enqueue
-    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+    def enqueue(self, task: Any, args: Any, kwargs: Any, traced: bool = False) -> Any:
+        # (``traced``: inside the enqueue span, whose context the job's meta carries)
         raw, client = user_settings(), get_redis()
         kept = self._prepared.get(id(task))
         if (kept is None or kept[0] is not task or kept[2] is not client
                 or (kept[1] is not raw and kept[1] != raw)
-                or kept[7] != self._capabilities()):  # fmt: skip
+                or kept[3] != self._capabilities()):  # fmt: skip
             kept = self._prepare(task, raw, client)
-        path, queue, meta, due = kept[3:7]
-        if tracing.ON:  # inside the enqueue span (traced_task_enqueue): carry its context
+        path, queue, meta, due = kept[4:]
+        if traced:
             meta = tracing.carried_text(meta)
         args, kwargs, args_text, kwargs_text = arguments(args, kwargs)
         job_id = new_id()
         values = [job_id, path, args_text, kwargs_text, meta, task.priority, due]
-        alias = commit_alias(None) if queue.on_commit else None
-        if alias is not None:  # inside transaction.atomic(): pushed when it commits
+        if queue.on_commit and (alias := commit_alias(None)) is not None:
+            # inside transaction.atomic(): pushed when it commits
             result = new_result(task, job_id, args, kwargs, self.alias)
             push_at_commit(alias, lambda: self._stamped(result, queue.add_new(values)),
                            described([(job_id, path, args, kwargs)]))  # fmt: skip
             return result
-        made = list[Any]()
+        made: list[Any] = []
 
         def build() -> None:  # while the job is on its way to Redis
-            made[:] = [new_result(task, job_id, args, kwargs, self.alias)]
+            made.append(new_result(task, job_id, args, kwargs, self.alias))
 
         reply = queue.add_new(values, build)
         return self._stamped(made[0], reply)
@@ -151,8 +154,8 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             meta["run_after"] = run_after.isoformat()
             if django_timezone.is_naive(run_after):
                 run_after = django_timezone.make_aware(run_after)
-        kept = (task, raw, client, path, queue, encoded_meta(meta), due_argument(None, run_after),
-                self._capabilities())  # fmt: skip
+        kept = (task, raw, client, self._capabilities(), path, queue, encoded_meta(meta),
+                due_argument(None, run_after))  # fmt: skip
         if task.run_after is None:  # (run_after: validated each time, see validate_task)
             if len(self._prepared) >= 1000:
                 self._prepared.clear()

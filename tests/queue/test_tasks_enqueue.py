@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -12,18 +13,21 @@ from django.conf import settings as django_settings
 
 try:  # Django 6
     from django.tasks import task_backends
-    from django.tasks.exceptions import InvalidTask
+    from django.tasks.exceptions import InvalidTask, InvalidTaskBackend
 except ImportError:  # Django 5.2: the backport
     from django_tasks import task_backends
+    from django_tasks.exceptions import InvalidTaskBackendError as InvalidTaskBackend
     from django_tasks.exceptions import InvalidTaskError as InvalidTask
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import JobNotFound
+from django_redislock.queue.task_jobs import FRAMEWORK, RedisTask
 
 from .. import task_examples as examples
 from ..conftest import Backend
 
 BACKEND = "django_redislock.tasks.RedisTaskBackend"
+IMMEDIATE = f"{FRAMEWORK}.backends.immediate.ImmediateBackend"
 
 
 @pytest.fixture
@@ -161,3 +165,36 @@ def test_a_new_result_is_the_one_the_framework_would_build(tasks: Backend) -> No
         made.return_value  # noqa: B018 (the framework's property, as on its own result)
     result = examples.echo.enqueue(1, key="v")
     assert result == examples.echo.get_result(result.id)
+
+
+def test_a_task_finds_the_backend_the_framework_finds(tasks: Backend, settings: Any) -> None:
+    """RedisTaskBackend's tasks (its ``task_class``) keep the backend they looked up, and
+    still find the one the framework's own look-up finds: the backend of their alias in
+    this thread, a new one once TASKS changes, another alias's through ``using``."""
+    echo = examples.echo
+    assert isinstance(echo, RedisTask)
+    first = task_backends["default"]
+    assert echo.get_backend() is first
+    assert echo.get_backend() is first
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []},
+                      "immediate": {"BACKEND": IMMEDIATE}}  # fmt: skip
+    assert echo.get_backend() is task_backends["default"]
+    assert echo.get_backend() is not first
+    immediate = echo.using(backend="immediate")
+    assert immediate.get_backend() is task_backends["immediate"]
+    assert immediate.enqueue(key=1).return_value == {"args": [], "kwargs": {"key": 1}}
+    assert echo.enqueue(2).status == "READY"  # the Redis backend again, for the same task
+
+    found: list[tuple[Any, Any]] = []
+    thread = threading.Thread(
+        target=lambda: found.append((echo.get_backend(), task_backends["default"]))
+    )
+    thread.start()
+    thread.join()
+    assert found[0][0] is found[0][1]  # that thread's own, as the framework gives it
+
+    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []}}  # "immediate" gone
+    for _ in range(2):  # the framework's error, every time: a failed look-up is not kept
+        with pytest.raises(InvalidTaskBackend):
+            immediate.get_backend()
+    assert echo.get_backend() is task_backends["default"]
