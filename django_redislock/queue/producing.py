@@ -22,6 +22,16 @@ from .on_commit import commit_alias, database, described, push_at_commit
 from .time_limits import with_time_limit
 
 READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
+_UNKNOWN = (0, 0, READY, 0)  # ENQUEUE's values for a job not pushed yet
+
+
+def _stamped(job: Job, reply: Sequence[Any]) -> Job:
+    """``job``, built before ENQUEUE's four values for it came, with its state and times."""
+    object.__setattr__(job, "state", JobState.of_letter(text(reply[2])).value)
+    object.__setattr__(job, "score", int(reply[1]))
+    object.__setattr__(job, "enqueued", int(reply[3]))
+    return job
+
 
 # (id, task, args, kwargs, priority, meta) of each job, as checked
 Made = tuple[str, Any, Any, Any, Any, Any]
@@ -73,6 +83,10 @@ class Producing:
         alias = commit_alias(database(using, db)) if self.on_commit else None
         if self.eager:
             return run_eagerly(self.name, [made], alias)[0]
+        if alias is None and fresh:  # the Job is built while the script is on its way
+            built: list[Job] = []
+            reply = self.add_new(values, lambda: built.append(self._made(*made, _UNKNOWN)))
+            return _stamped(built[0], reply)
         if alias is None:
             return self._made(*made, self._push(values, fresh, replace))
         push = partial(self._push, values, fresh, replace)
