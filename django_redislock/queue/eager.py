@@ -1,7 +1,7 @@
-"""Eager mode, a queue's ``EAGER`` option (for tests and development): ``enqueue`` runs the
-job at once, in the calling thread, through the worker's own ``run_job`` (the same task
-lookup, signals and JSON result), and returns the job as it ended. Nothing is written to
-Redis, so no server is needed.
+"""Eager mode, a queue's ``EAGER`` option (for tests and development): ``enqueue`` (and a
+task's, through ``RedisTaskBackend``) runs the job at once, in the calling thread, through
+the worker's own ``run_job`` (the same task lookup, signals and JSON result), and returns
+the job as it ended. Nothing is written to Redis, so no server is needed.
 
 As RQ's ``is_async=False`` and Django's ``ImmediateBackend`` do, a failure is recorded, not
 raised: the job comes back dead with its error and traceback (the Tasks framework logs it).
@@ -70,16 +70,22 @@ def run_now(job: Job) -> Job:
 Made = tuple[str, Any, Sequence[Any], Mapping[str, Any], Any, Any]
 
 
-def run_eagerly(queue_name: str, made: Sequence[Made], commit_alias: str | None) -> list[Job]:
-    """The eager ``enqueue``: each job ``made`` (id, task, args, kwargs, priority, meta, as
-    checked) run now, or when the transaction on ``commit_alias`` commits."""
+def eager_job(queue_name: str, made: Made) -> Job:
+    """The job ``made`` (id, task, args, kwargs, priority, meta, as checked), ready."""
+    job_id, task, args, kwargs, priority, meta = made
     now = _now_ms()
+    # Through JSON, as a worker reads them: the task sees lists, not tuples.
+    return Job(job_id, queue_name, task, json.loads(dumps(list(args))),
+               json.loads(dumps(dict(kwargs))), int(priority), score=now, enqueued=now,
+               meta=dict(meta or {}))  # fmt: skip
+
+
+def run_eagerly(queue_name: str, made: Sequence[Made], commit_alias: str | None) -> list[Job]:
+    """The eager ``enqueue``: each job ``made`` run now, or when the transaction on
+    ``commit_alias`` commits."""
     jobs = []
-    for job_id, task, args, kwargs, priority, meta in made:
-        # Through JSON, as a worker reads them: the task sees lists, not tuples.
-        job = Job(job_id, queue_name, task, json.loads(dumps(list(args))),
-                  json.loads(dumps(dict(kwargs))), int(priority), score=now, enqueued=now,
-                  meta=dict(meta or {}))  # fmt: skip
+    for one in made:
+        job = eager_job(queue_name, one)
         if commit_alias is None:
             jobs.append(run_now(job))
         else:

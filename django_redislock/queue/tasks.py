@@ -17,11 +17,13 @@ refuses what it would refuse to run (``runner.resolve_task``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
 from django.core.checks import CheckMessage, Error
 from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
 from django.utils import timezone as django_timezone
 
 from ..conf import conf, user_settings
@@ -30,6 +32,7 @@ from ..metrics import tracing
 from ..redis.clients import get_redis
 from .arguments import due_argument, new_id
 from .core import Job, Queue, get_queue
+from .eager import eager_job, run_now
 from .jobs import encoded_meta
 from .on_commit import commit_alias, described, push_at_commit
 from .runner import resolve_task
@@ -107,6 +110,9 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         args, kwargs, args_text, kwargs_text = arguments(args, kwargs)
         job_id = new_id()
         values = [job_id, path, args_text, kwargs_text, meta, task.priority, due]
+        if queue.eager:  # EAGER: run here, never pushed
+            made_now = (job_id, path, args, kwargs, task.priority, json.loads(meta or "{}"))
+            return self._run_eagerly(task, queue, eager_job(queue.name, made_now))
         if queue.on_commit and (alias := commit_alias(None)) is not None:
             # inside transaction.atomic(): pushed when it commits
             result = new_result(task, job_id, args, kwargs, self.alias)
@@ -120,6 +126,22 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
 
         reply = queue.add_new(values, build)
         return self._stamped(made[0], reply)
+
+    def _run_eagerly(self, task: Any, queue: Queue, job: Job) -> Any:
+        """An EAGER queue's task, run as that queue's own enqueue runs a job (``eager``):
+        announced and run at once, or when the transaction commits inside
+        ``transaction.atomic()``. Its result as it ended; READY until that commit."""
+        ready = task_result(job, task, self.alias)
+
+        def run() -> Any:
+            signals.task_enqueued.send(type(self), task_result=ready)
+            return task_result(run_now(job), task, self.alias)
+
+        alias = commit_alias(None) if queue.on_commit else None
+        if alias is None:
+            return run()
+        transaction.on_commit(run, using=alias)
+        return ready
 
     def _stamped(self, result: Any, reply: list[Any]) -> Any:
         """``result`` of a job pushed: with Redis's enqueue time, announced."""

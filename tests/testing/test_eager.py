@@ -11,7 +11,13 @@ from django.db import transaction
 from django_redislock.queue.core import get_queue
 from django_redislock.redis.clients import reset_connections
 
+from . import tasks
 from .tasks import CALLS
+
+try:  # Django 6
+    from django.tasks import signals as framework_signals
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import signals as framework_signals
 
 # Nothing listens on port 1: any command sent to Redis would fail with RedisUnavailable.
 NO_REDIS = "redis://127.0.0.1:1/0"
@@ -93,3 +99,60 @@ def test_the_eager_option_is_checked(settings: Any, value: Any) -> None:
     assert [e.id for e in errors] == ["django_redislock.E009"]
     assert "EAGER" in errors[0].msg
     assert "EAGER: True runs each job at once" in (errors[0].hint or "")
+
+
+@pytest.fixture
+def signalled() -> Any:
+    """The Tasks framework's signals as sent: (signal, status, result id), in order."""
+    sent: list[tuple[str, str, str]] = []
+    receivers = []
+    for name in ("task_enqueued", "task_started", "task_finished"):
+
+        def receiver(sender: Any, task_result: Any, name: str = name, **kwargs: Any) -> None:
+            sent.append((name, str(task_result.status), task_result.id))
+
+        getattr(framework_signals, name).connect(receiver)
+        receivers.append((name, receiver))
+    yield sent
+    for name, receiver in receivers:
+        getattr(framework_signals, name).disconnect(receiver)
+
+
+@pytest.mark.usefixtures("eager")
+def test_a_task_enqueued_on_an_eager_queue_runs_at_once(signalled: Any) -> None:
+    """Through the Tasks API too, as the framework's ImmediateBackend does: announced, run,
+    and returned as it ended; a failure recorded in the result, not raised."""
+    result = tasks.add.enqueue(2, 3)
+    assert CALLS == [("add", (2, 3))]
+    assert (str(result.status), result.return_value) == ("SUCCESSFUL", 5)
+    assert result.enqueued_at is not None
+    assert result.finished_at is not None
+    assert [(name, status) for name, status, _ in signalled] == [
+        ("task_enqueued", "READY"), ("task_started", "RUNNING"),
+        ("task_finished", "SUCCESSFUL"),
+    ]  # fmt: skip
+    assert {id_ for _, _, id_ in signalled} == {result.id}
+
+    failed = tasks.fails.enqueue("nope")
+    assert str(failed.status) == "FAILED"
+    assert failed.errors[0].exception_class_path == "builtins.ValueError"
+    assert "raise ValueError(message)" in failed.errors[0].traceback
+
+
+@pytest.mark.usefixtures("eager")
+@pytest.mark.django_db
+def test_a_task_enqueued_on_an_eager_queue_in_a_transaction_runs_at_commit(
+    django_capture_on_commit_callbacks: Any, signalled: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        result = tasks.add.enqueue(1, 1)
+        assert str(result.status) == "READY"
+        assert (CALLS, signalled) == ([], [])
+    assert CALLS == [("add", (1, 1))]
+    assert [name for name, _, _ in signalled] == ["task_enqueued", "task_started",
+                                                  "task_finished"]  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        tasks.add.enqueue(5, 5)
+        transaction.set_rollback(True)
+    assert CALLS == [("add", (1, 1))]  # rolled back: never ran, never announced
+    assert len(signalled) == 3
