@@ -12,7 +12,6 @@ import gc
 import math
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -269,18 +268,6 @@ def test_exactly_one_of_many_processes_gets_it(real_backend, processes):  # test
 
 
 # --- pottery ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def masters() -> Iterator[list[RedisServer]]:
-    group = [RedisServer() for _ in range(3)]
-    try:
-        for server in group:
-            server.start()
-        yield group
-    finally:
-        for server in group:
-            server.cleanup()
 
 
 @pytest.fixture

@@ -442,18 +442,6 @@ def test_a_timed_acquire_gets_the_lock_another_process_releases(
 # --- pottery ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def masters() -> Iterator[list[RedisServer]]:
-    group = [RedisServer() for _ in range(3)]
-    try:
-        for server in group:
-            server.start()
-        yield group
-    finally:
-        for server in group:
-            server.cleanup()
-
-
 def revive(group: list[RedisServer]) -> None:
     for server in group:
         if server.process is None:
