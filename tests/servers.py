@@ -12,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -147,6 +148,19 @@ class RedisServer:
         tb: TracebackType | None,
     ) -> None:
         self.cleanup()
+
+
+def independent_servers(count: int) -> Iterator[list[RedisServer]]:
+    """``count`` standalone redis-servers (Redlock's nodes), started; stopped and removed
+    once the generator is closed (a fixture yields from it)."""
+    group = [RedisServer() for _ in range(count)]
+    try:
+        for server in group:
+            server.start()
+        yield group
+    finally:
+        for server in group:
+            server.cleanup()
 
 
 class RedisClusterServers:

@@ -24,7 +24,7 @@ from django_redislock.locks.listing import list_locks
 from django_redislock.locks.redlock import Redlock
 from django_redislock.redis.nodes import NODE_TIMEOUT
 from django_redislock.signals import lock_acquired, lock_busy, lock_lost, lock_released
-from tests.servers import RedisServer, free_port
+from tests.servers import RedisServer, free_port, independent_servers
 
 COUNTER = "test:redlock-counter"
 FOREIGN = b"0123456789abcdef|0|0|1|elsewhere"
@@ -32,14 +32,7 @@ FOREIGN = b"0123456789abcdef|0|0|1|elsewhere"
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[list[RedisServer]]:
-    group = [RedisServer() for _ in range(5)]
-    try:
-        for server in group:
-            server.start()
-        yield group
-    finally:
-        for server in group:
-            server.cleanup()
+    yield from independent_servers(5)
 
 
 _raw: dict[int, redis.Redis] = {}
