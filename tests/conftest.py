@@ -28,6 +28,15 @@ BACKENDS = ["fakeredis", "redis", "cluster"]
 REAL_BACKENDS = ["redis", "cluster"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell starts a command put in the background (``pytest &``, ``nohup``) with Ctrl-C
+    # ignored, and every process a test starts would inherit that: a worker started so
+    # rightly takes no Ctrl-C, and the tests of what Ctrl-C does would hang. The suite runs
+    # as under a terminal however it was started; the tests of an ignored SIGINT set it so.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     with RedisServer() as server:
