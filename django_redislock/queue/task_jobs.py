@@ -84,6 +84,32 @@ def when(epoch_ms: int) -> datetime | None:
     return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc) if epoch_ms else None
 
 
+def enqueued_receivers(sender: type) -> list[Any] | None:
+    """The receivers of the framework's ``task_enqueued`` for ``sender``, looked up while a
+    job is on its way to Redis (``announce_enqueued`` calls them once it is in): the look-up
+    is most of what the signal costs. None when ``Signal.send`` itself must deliver it
+    (asynchronous receivers, or a dispatcher unlike Django 5.2's and 6's)."""
+    signal = signals.task_enqueued
+    if not signal.receivers:
+        return []
+    try:  # (Django's own look-up, a private method)
+        sync, asynchronous = signal._live_receivers(sender)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return None if asynchronous else list(sync)
+
+
+def announce_enqueued(sender: type, result: Any, receivers: list[Any] | None) -> None:
+    """Send ``task_enqueued`` for ``result``, as ``Signal.send`` would, to the ``receivers``
+    ``enqueued_receivers`` found (None: through ``Signal.send``)."""
+    signal = signals.task_enqueued
+    if receivers is None:
+        signal.send(sender, task_result=result)
+        return
+    for receiver in receivers:
+        receiver(signal=signal, sender=sender, task_result=result)
+
+
 def _errors(job: Job) -> list[Any]:
     """One ``TaskError`` per failed attempt, oldest first. An attempt that raised nothing
     (its lease ran out; a failure recorded as text) has no class: ``Exception`` stands in,

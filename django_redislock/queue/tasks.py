@@ -42,7 +42,9 @@ from .task_jobs import (
     FrameworkInvalidTask,
     RedisTask,
     TaskResultDoesNotExist,
+    announce_enqueued,
     arguments,
+    enqueued_receivers,
     framework_backends,
     new_result,
     restored,
@@ -120,12 +122,14 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
                            described([(job_id, path, args, kwargs)]))  # fmt: skip
             return result
         made: list[Any] = []
+        sender = type(self)
 
-        def build() -> None:  # while the job is on its way to Redis
+        def meanwhile() -> None:  # while the job is on its way to Redis
             made.append(new_result(task, job_id, args, kwargs, self.alias))
+            made.append(enqueued_receivers(sender))
 
-        reply = queue.add_new(values, build)
-        return self._stamped(made[0], reply)
+        reply = queue.add_new(values, meanwhile)
+        return self._stamped(made[0], reply, made[1])
 
     def _run_eagerly(self, task: Any, queue: Queue, job: Job) -> Any:
         """An EAGER queue's task, run as that queue's own enqueue runs a job (``eager``):
@@ -143,10 +147,11 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         transaction.on_commit(run, using=alias)
         return ready
 
-    def _stamped(self, result: Any, reply: list[Any]) -> Any:
-        """``result`` of a job pushed: with Redis's enqueue time, announced."""
+    def _stamped(self, result: Any, reply: list[Any], receivers: list[Any] | None = None) -> Any:
+        """``result`` of a job pushed: with Redis's enqueue time, announced (to the
+        ``receivers`` looked up meanwhile, if they were)."""
         object.__setattr__(result, "enqueued_at", when(reply[3]))
-        signals.task_enqueued.send(type(self), task_result=result)
+        announce_enqueued(type(self), result, receivers)
         return result
 
     def _prepare(self, task: Any, raw: Any, client: Any) -> tuple[Any, ...]:

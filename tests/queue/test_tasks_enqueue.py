@@ -4,6 +4,7 @@ trip, the queue is kept between calls); what comes out is what the long way give
 from __future__ import annotations
 
 import enum
+import importlib
 import json
 import pickle
 import threading
@@ -201,3 +202,68 @@ def test_a_task_finds_the_backend_the_framework_finds(tasks: Backend, settings: 
         with pytest.raises(InvalidTaskBackend):
             immediate.get_backend()
     assert echo.get_backend() is task_backends["default"]
+
+
+def test_task_enqueued_reaches_its_receivers_once_the_job_is_in_redis(tasks: Backend) -> None:
+    """The receivers are looked up while the job is on its way to Redis, then called as
+    ``Signal.send`` calls them: each live receiver for this sender once, after the push;
+    an asynchronous one too; none of another sender, none that was collected."""
+    import asyncio
+    import gc
+
+    from django_redislock.tasks import RedisTaskBackend
+
+    signal = importlib.import_module(f"{FRAMEWORK}.signals").task_enqueued
+    heard: list[tuple[str, Any, Any, bool]] = []
+
+    def plain(sender: Any, task_result: Any, signal: Any, **kwargs: Any) -> None:
+        in_redis = get_queue().get(task_result.id).enqueued > 0
+        heard.append(("plain", sender, task_result, in_redis and signal is not None))
+
+    def other(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        heard.append(("other", sender, task_result, False))
+
+    def collected(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        heard.append(("collected", sender, task_result, False))
+
+    async def asynchronous(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        await asyncio.sleep(0)
+        heard.append(("async", sender, task_result, task_result.enqueued_at is not None))
+
+    signal.connect(plain)
+    signal.connect(other, sender=object)
+    signal.connect(collected)
+    del collected
+    gc.collect()
+    try:
+        result = examples.echo.enqueue(1)
+        assert heard == [("plain", RedisTaskBackend, result, True)]
+        heard.clear()
+        signal.connect(asynchronous)
+        result = examples.echo.enqueue(2)
+        assert heard == [
+            ("plain", RedisTaskBackend, result, True),
+            ("async", RedisTaskBackend, result, True),
+        ]
+    finally:
+        for receiver in (plain, other, asynchronous):
+            signal.disconnect(receiver, sender=object if receiver is other else None)
+
+
+def test_a_receiver_that_raises_stops_the_enqueue_call_not_the_job(tasks: Backend) -> None:
+    """As ``Signal.send``: the receiver's error reaches the caller; the job was pushed."""
+    signal = importlib.import_module(f"{FRAMEWORK}.signals").task_enqueued
+    ids: list[str] = []
+
+    def failing(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        ids.append(task_result.id)
+        raise LookupError("receiver failed")
+
+    signal.connect(failing)
+    try:
+        with pytest.raises(LookupError, match="receiver failed"):
+            examples.echo.enqueue(3)
+    finally:
+        signal.disconnect(failing)
+    assert len(ids) == 1
+    assert get_queue().get(ids[0]).args == [3]
