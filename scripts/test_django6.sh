@@ -52,13 +52,16 @@ source scripts/setup.sh test
 echo "== pytest on Django $("$VENV/bin/python" -m django --version)," \
   "$("$VENV/bin/python" --version)"
 # Left out here, run on the Django 5.2 leg: the timing and multi-process tests of locks,
-# semaphores, stocks and rate limits. They test Redis scripts, threads and processes through
-# code that is the same on both Django lines, and take about three minutes: both legs in a
-# row must fit CI's 30 minutes. REDISLOCK_FULL_DJANGO6=1 runs them here too.
+# semaphores, stocks and rate limits, and the worker's chaos, multi-process and Sentinel
+# failover tests (plain queue jobs, not the Tasks framework). They test Redis scripts,
+# threads and processes through code that is the same on both Django lines, and take about
+# six minutes: both legs in a row must fit CI's 30 minutes. REDISLOCK_FULL_DJANGO6=1 runs
+# them here too.
 left_out=(tests/locks/test_deadlines.py tests/locks/test_renewer.py
   tests/locks/test_processes.py tests/locks/test_semaphore_processes.py
   tests/ratelimit/test_processes.py tests/ratelimit/test_limiter.py
-  tests/stock/test_processes.py)
+  tests/stock/test_processes.py tests/queue/test_worker_chaos.py
+  tests/queue/test_worker_processes.py tests/redis/test_sentinel_failover.py)
 ignore=()
 if [ "${REDISLOCK_FULL_DJANGO6:-}" != 1 ]; then
   for path in "${left_out[@]}"; do ignore+=("--ignore=$path"); done
