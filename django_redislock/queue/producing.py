@@ -25,11 +25,15 @@ READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
 _UNKNOWN = (0, 0, READY, 0)  # ENQUEUE's values for a job not pushed yet
 
 
+def _placed(reply: Sequence[Any]) -> tuple[str, int, int]:
+    """A job's state, score (due time) and enqueue time from ENQUEUE's four values for it."""
+    return JobState.of_letter(text(reply[2])).value, int(reply[1]), int(reply[3])
+
+
 def _stamped(job: Job, reply: Sequence[Any]) -> Job:
     """``job``, built before ENQUEUE's four values for it came, with its state and times."""
-    object.__setattr__(job, "state", JobState.of_letter(text(reply[2])).value)
-    object.__setattr__(job, "score", int(reply[1]))
-    object.__setattr__(job, "enqueued", int(reply[3]))
+    for name, value in zip(("state", "score", "enqueued"), _placed(reply), strict=True):
+        object.__setattr__(job, name, value)
     return job
 
 
@@ -197,6 +201,6 @@ class Producing:
         reply: Sequence[Any],
     ) -> Job:
         """The Job enqueued, from ENQUEUE's four values for it."""
-        return Job(job_id, self.name, task, list(args), dict(kwargs), priority,
-                   state=JobState.of_letter(text(reply[2])).value, score=int(reply[1]),
-                   enqueued=int(reply[3]), meta=dict(meta or {}))  # fmt: skip
+        state, score, enqueued = _placed(reply)
+        return Job(job_id, self.name, task, list(args), dict(kwargs), priority, state=state,
+                   score=score, enqueued=enqueued, meta=dict(meta or {}))  # fmt: skip
