@@ -32,8 +32,10 @@ def _placed(reply: Sequence[Any]) -> tuple[str, int, int]:
 
 def _stamped(job: Job, reply: Sequence[Any]) -> Job:
     """``job``, built before ENQUEUE's four values for it came, with its state and times."""
-    for name, value in zip(("state", "score", "enqueued"), _placed(reply), strict=True):
-        object.__setattr__(job, name, value)
+    state, score, enqueued = _placed(reply)
+    object.__setattr__(job, "state", state)
+    object.__setattr__(job, "score", score)
+    object.__setattr__(job, "enqueued", enqueued)
     return job
 
 
