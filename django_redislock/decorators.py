@@ -4,7 +4,6 @@ user's points), across every process and server of the site."""
 from __future__ import annotations
 
 import logging
-import threading
 import weakref
 from collections.abc import Callable
 from threading import get_ident
@@ -14,6 +13,7 @@ import redis
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 
+from . import finalizers
 from .conf import conf
 from .exceptions import RedisLockError
 from .locks.async_lock import AsyncLock, _task
@@ -186,21 +186,25 @@ def _release_later(response: Any, lock: LockBase, owner: tuple[Any, ...]) -> boo
         response._resource_closers.append(once)  # type: ignore[attr-defined]
     else:
         return False
-    weakref.finalize(response, once)
+    finalizers.start()
+    weakref.finalize(response, finalizers.post, once)
     return True
 
 
 class _Once:
+    """The release, at most once: by the response's closers, or (posted by its finalizer)
+    on the finalizers' thread. No lock: ``list.pop`` is atomic."""
+
     def __init__(self, lock: LockBase, owner: tuple[Any, ...]) -> None:
-        self.lock: LockBase | None = lock
+        self.pending = [lock]
         self.owner = owner
-        self.guard = threading.Lock()
 
     def __call__(self) -> None:
-        with self.guard:
-            lock, self.lock = self.lock, None
-        if lock is not None:
-            _release(lock, self.owner)
+        try:
+            lock = self.pending.pop()
+        except IndexError:
+            return
+        _release(lock, self.owner)
 
 
 def _release(lock: LockBase, owner: tuple[Any, ...]) -> None:

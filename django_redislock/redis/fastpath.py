@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import select
 import socket
 import threading
@@ -48,9 +49,11 @@ class Dedicated:
     __slots__ = ("conn", "direct", "misses", "pack", "polled", "poller", "pool", "skip", "spin",
                  "used")  # fmt: skip
 
-    def __init__(self, pool: Any, spin: float) -> None:
+    def __init__(self, pool: Any, conn: Any, spin: float) -> None:
+        # The connection is checked out by the caller: a failed checkout leaves no
+        # half-built object behind for the garbage collector to finalize.
         self.pool = pool
-        self.conn = pool.get_connection()
+        self.conn = conn
         self.used = time.monotonic()
         self.pack = packer(self.conn)
         # The reply is read from the socket into redis-py's own hiredis reader, without the
@@ -63,11 +66,11 @@ class Dedicated:
         self.skip = self.misses = 0
 
     def __del__(self) -> None:
-        # Exceptions: interpreter shutdown, or a pool reset after a fork.
-        with contextlib.suppress(Exception):
-            self.pool.release(self.conn)
-        with contextlib.suppress(Exception):
-            _give_back_one(self.pool)
+        # A finalizer may run inside any allocation of any thread, this one's included, while
+        # it holds a lock (the pool's, the bookkeeping's): it only posts the connection on a
+        # SimpleQueue, which is safe there; the next ``dedicated`` call gives it back.
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            _returned.put((self.pool, self.conn))
 
     def freshen(self) -> None:
         now = time.monotonic()
@@ -149,15 +152,23 @@ _generation = 0  # bumped when the settings change: threads then give their conn
 # use the pool command by command, so locks can never starve the cache of connections.
 _kept: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _kept_lock = threading.Lock()
+# Connections of threads that ended (or of settings that changed), posted by finalizers.
+_returned: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
+
+
+def keep_limit(pool: Any) -> int:
+    """How many of ``pool``'s connections threads may keep: half of a bounded pool, so that
+    the rest serves the cache, short commands and the wake-up listener."""
+    limit = getattr(pool, "max_connections", None)
+    return limit // 2 if isinstance(limit, int) else 0
 
 
 def _keep_one(pool: Any) -> bool:
-    limit = getattr(pool, "max_connections", None)
-    if not isinstance(limit, int):
-        return False
+    _give_back_returned()
+    limit = keep_limit(pool)
     with _kept_lock:
         kept = _kept.get(pool, 0)
-        if kept >= limit // 2:
+        if kept >= limit:
             return False
         _kept[pool] = kept + 1
         return True
@@ -166,6 +177,18 @@ def _keep_one(pool: Any) -> bool:
 def _give_back_one(pool: Any) -> None:
     with _kept_lock:
         _kept[pool] = max(0, _kept.get(pool, 1) - 1)
+
+
+def _give_back_returned() -> None:
+    """Give the connections finalizers posted back to their pools (never from a finalizer)."""
+    while not _returned.empty():
+        try:
+            pool, conn = _returned.get_nowait()
+        except queue.Empty:
+            return
+        with contextlib.suppress(Exception):  # a pool reset after a fork
+            pool.release(conn)
+        _give_back_one(pool)
 
 
 class _ThreadConnections(threading.local):
@@ -187,9 +210,10 @@ def forget() -> None:
 def _reset_threads() -> None:
     # A child keeps no thread's connection, and gets a lock of its own (another thread of
     # the parent may have held this one at the fork).
-    global _threads, _kept_lock
+    global _threads, _kept_lock, _returned
     _threads = _ThreadConnections()
     _kept_lock = threading.Lock()
+    _returned = queue.SimpleQueue()
 
 
 os.register_at_fork(after_in_child=_reset_threads)
@@ -212,10 +236,13 @@ def dedicated(client: Any) -> Dedicated | None:
         threads.by_pool[key] = None
         return None
     try:
-        held = threads.by_pool[key] = Dedicated(pool, conf.SPIN_WAIT)
-    except (*UNAVAILABLE, OSError) as exc:
+        conn = pool.get_connection()
+    except BaseException as exc:
         _give_back_one(pool)
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+        if isinstance(exc, (*UNAVAILABLE, OSError)):
+            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+        raise
+    held = threads.by_pool[key] = Dedicated(pool, conn, conf.SPIN_WAIT)
     return held
 
 
