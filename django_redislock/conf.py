@@ -22,6 +22,7 @@ DEFAULTS: dict[str, Any] = {
     "QUEUES": {"default": {}},
     "SCHEDULE": {},
     "SPIN_WAIT": 0.0002,
+    "MAX_CONNECTIONS": 100,  # the size of the connection pools this app builds
     "METRICS": False,  # count job outcomes and lock events for the Prometheus view
     "METRICS_TOKEN": None,  # a bearer token that may read the Prometheus view
 }
@@ -122,6 +123,12 @@ class Conf:
     @property
     def SPIN_WAIT(self) -> float:
         return float(self._get("SPIN_WAIT"))
+
+    @property
+    def MAX_CONNECTIONS(self) -> int:
+        value = self._get("MAX_CONNECTIONS")
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 4
+        return int(value if ok else DEFAULTS["MAX_CONNECTIONS"])
 
     @property
     def METRICS(self) -> bool:

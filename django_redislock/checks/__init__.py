@@ -158,6 +158,7 @@ VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
     "QUEUES": check_queues,
     "SCHEDULE": check_schedule,
     "SPIN_WAIT": _number("SPIN_WAIT", Bounds(0, maximum=0.01)),
+    "MAX_CONNECTIONS": _number("MAX_CONNECTIONS", Bounds(4, maximum=1_000_000, whole=True)),
     "METRICS": check_metrics,
     "METRICS_TOKEN": check_metrics_token,
 }

@@ -11,9 +11,9 @@ import time
 from threading import get_ident
 from typing import Any
 
-from ..redis.aio import call as aio_call
 from ..redis.aio import get_async_redis
-from ..redis.clients import call, get_redis
+from ..redis.aio import wait_for_push as aio_wait_for_push
+from ..redis.clients import get_redis, wait_for_push
 from .base import LockBase, logger
 from .core import AsyncContext
 
@@ -81,7 +81,7 @@ class SyncWaiting(LockBase):
         while True:
             block = self._block_for(deadline, pttl)
             if block:
-                popped = call(client, "BLPOP", wake, block)
+                popped = wait_for_push(client, wake, block)
                 if popped is not None and time.monotonic() <= deadline:
                     return int(popped[1])
             if time.monotonic() >= deadline:
@@ -144,7 +144,7 @@ class AsyncWaiting(LockBase, AsyncContext):
             block = self._block_for(deadline, pttl)
             if block:
                 asked = _cancelling()
-                popped = await aio_call(client, "BLPOP", wake, block)
+                popped = await aio_wait_for_push(client, self.renew_client, wake, block)
                 _cancelled_since(asked)
                 if popped is not None and time.monotonic() <= deadline:
                     return int(popped[1])

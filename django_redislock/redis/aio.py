@@ -21,9 +21,11 @@ from redis.exceptions import (
 )
 from redis.sentinel import SentinelConnectionPool
 
+from ..conf import conf
 from ..exceptions import RedisUnavailable
-from . import blocking
-from .clients import UNAVAILABLE, get_redis, target
+from . import blocking, wakeups
+from .clients import UNAVAILABLE, get_redis, is_cluster, target
+from .pools import async_gate_free, async_with_connection, pool_size
 from .scripts import LuaScript
 from .sentinel import async_master_client, async_twin, is_sentinel_url
 
@@ -88,17 +90,21 @@ def _connect(using: str | None) -> Any:
         )
     kwargs = {k: v for k, v in pool.connection_kwargs.items() if k in PORTABLE_KWARGS}
     async_pool = redis.asyncio.ConnectionPool(
-        connection_class=import_string(ASYNC_CONNECTION_CLASSES[sync_class]), **kwargs
+        connection_class=import_string(ASYNC_CONNECTION_CLASSES[sync_class]),
+        max_connections=conf.MAX_CONNECTIONS,
+        **kwargs,
     )
     return redis.asyncio.Redis(connection_pool=async_pool)
 
 
 def _from_url(url: str, *, cluster: bool) -> Any:
+    # A max_connections in the URL's query wins over MAX_CONNECTIONS.
+    size = conf.MAX_CONNECTIONS
     if cluster:
-        return AsyncRedisCluster.from_url(url, socket_connect_timeout=5)
+        return AsyncRedisCluster.from_url(url, socket_connect_timeout=5, max_connections=size)
     if is_sentinel_url(url):
-        return async_master_client(url, socket_connect_timeout=5)
-    return redis.asyncio.Redis.from_url(url, socket_connect_timeout=5)
+        return async_master_client(url, socket_connect_timeout=5, max_connections=size)
+    return redis.asyncio.Redis.from_url(url, socket_connect_timeout=5, max_connections=size)
 
 
 def _unavailable(exc: BaseException) -> RedisUnavailable:
@@ -132,13 +138,17 @@ async def run_script(
     client: Any, script: LuaScript, keys: Sequence[Any], args: Sequence[Any]
 ) -> Any:
     """Run a Lua script in one round trip (loading it first only when the server lacks it)."""
-    try:
-        await _discovered(client)
+
+    async def run() -> Any:
         try:
             return await client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         except NoScriptError as missing:
             missing.__traceback__ = None  # see connection.run_script
             return await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
+
+    try:
+        await _discovered(client)
+        return await async_with_connection(client, run)
     except (*UNAVAILABLE, OSError, ReadOnlyError) as exc:
         raise _unavailable(exc) from exc
 
@@ -149,8 +159,27 @@ async def call(client: Any, *args: Any) -> Any:
     try:
         await _discovered(client)
         if args[0] == "BLPOP" and len(args) == 3:
-            return await _blpop(client, args[1], args[2])
-        return await client.execute_command(*args)
+            return await async_with_connection(client, lambda: _blpop(client, args[1], args[2]))
+        return await async_with_connection(client, lambda: client.execute_command(*args))
+    except (*UNAVAILABLE, OSError, ReadOnlyError) as exc:
+        raise _unavailable(exc) from exc
+
+
+async def wait_for_push(client: Any, sync_client: Any, key: str, timeout: float) -> Any:
+    """``clients.wait_for_push`` for an asyncio waiter: while the event loop's pool has
+    connections to spare, a ``BLPOP`` on one of them; otherwise through the process's wake-up
+    listener (``sync_client``: the sync client of the same Redis), holding none meanwhile."""
+    if async_gate_free(client) > pool_size(client) // 2:
+        return await call(client, "BLPOP", key, timeout)
+    node = sync_client
+    if is_cluster(sync_client):
+        node = sync_client.get_node_from_key(key).redis_connection
+
+    async def nudge(found: wakeups.Listener) -> Any:
+        return await run_script(client, wakeups.NUDGE, *found.nudge_command())
+
+    try:
+        return await wakeups.async_wait(node, key, timeout, nudge)
     except (*UNAVAILABLE, OSError, ReadOnlyError) as exc:
         raise _unavailable(exc) from exc
 
@@ -174,7 +203,10 @@ async def _blpop(client: Any, key: str, timeout: float) -> Any:
 
 async def _pop_on(client: Any, node: Any, conn: Any, key: str, timeout: float) -> Any:
     async def unblock(ident: int) -> Any:
-        return await node.execute_command("CLIENT", "UNBLOCK", ident)
+        # From another connection of the pool: wait for one rather than fail.
+        return await async_with_connection(
+            client, lambda: node.execute_command("CLIENT", "UNBLOCK", ident)
+        )
 
     try:
         return await blocking.async_pop(conn, key, timeout, unblock)

@@ -16,9 +16,11 @@ from redis.cluster import RedisCluster
 from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgainError
 
 from ..conf import conf
-from . import blocking, fastpath
+from ..exceptions import RedisUnavailable
+from . import blocking, fastpath, wakeups
 from .fastpath import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
 from .fastpath import dedicated, execute, mapped
+from .pools import with_connection
 from .scripts import LuaScript
 from .sentinel import SCHEMES as SENTINEL_SCHEMES
 from .sentinel import is_sentinel_url, master_client
@@ -151,11 +153,17 @@ def cache_client(alias: str) -> Any:
 
 
 def _from_url(url: str, *, cluster: bool) -> Any:
+    # A max_connections in the URL's query wins over MAX_CONNECTIONS.
+    size = conf.MAX_CONNECTIONS
     if cluster:
-        return RedisCluster.from_url(url, socket_connect_timeout=5)
+        return RedisCluster.from_url(url, socket_connect_timeout=5, max_connections=size)
     if is_sentinel_url(url):
-        return master_client(url, socket_connect_timeout=5, health_check_interval=30)
-    return redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
+        return master_client(
+            url, socket_connect_timeout=5, health_check_interval=30, max_connections=size
+        )
+    return redis.Redis.from_url(
+        url, socket_connect_timeout=5, health_check_interval=30, max_connections=size
+    )
 
 
 def run_script(
@@ -185,23 +193,49 @@ def call(client: Any, *args: Any) -> Any:
 
 
 def _blpop(client: Any, key: str, timeout: float) -> Any:
-    # On Cluster, on the key's node (a client of its own, with its own pool).
-    node = client.get_node_from_key(key).redis_connection if is_cluster(client) else client
+    node = _node(client, key)
     held = dedicated(node)
     if held is not None:
         held.freshen()
         return _pop_on(client, node, held.conn, held.pack, key, timeout)
+    return with_connection(node, lambda: _pop_checked_out(client, node, key, timeout))
+
+
+def _node(client: Any, key: str) -> Any:
+    # On Cluster, the key's node (a client of its own, with its own pool).
+    return client.get_node_from_key(key).redis_connection if is_cluster(client) else client
+
+
+def _pop_checked_out(client: Any, node: Any, key: str, timeout: float) -> Any:
     pool = node.connection_pool
-    conn = pool.get_connection()
+    try:
+        conn = pool.get_connection()
+    except (*UNAVAILABLE, OSError) as exc:
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
     try:
         return _pop_on(client, node, conn, packer(conn), key, timeout)
     finally:
         pool.release(conn)
 
 
+def wait_for_push(client: Any, key: str, timeout: float) -> Any:
+    """What a lock's waiter blocks on: a value pushed to list ``key`` within ``timeout``
+    seconds (``BLPOP``'s reply), else None. On the thread's kept connection when it has one;
+    otherwise through the process's wake-up listener, holding no connection meanwhile."""
+    node = _node(client, key)
+    held = dedicated(node)
+    if held is not None:
+        held.freshen()
+        return _pop_on(client, node, held.conn, held.pack, key, timeout)
+    return wakeups.wait(
+        node, key, timeout, lambda found: run_script(client, wakeups.NUDGE, *found.nudge_command())
+    )
+
+
 def _pop_on(client: Any, node: Any, conn: Any, pack: Any, key: str, timeout: float) -> Any:
     def unblock(ident: int) -> Any:
-        return node.execute_command("CLIENT", "UNBLOCK", ident)
+        # From another connection of the pool: wait for one rather than fail.
+        return with_connection(node, lambda: node.execute_command("CLIENT", "UNBLOCK", ident))
 
     try:
         return blocking.pop(conn, key, timeout, unblock, pack)

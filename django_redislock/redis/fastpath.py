@@ -23,6 +23,7 @@ from redis.exceptions import ReadOnlyError
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
+from .pools import is_exhausted, with_connection
 from .wire import packer, read_reply, reads_directly
 
 logger = logging.getLogger(__name__)
@@ -239,6 +240,8 @@ def dedicated(client: Any) -> Dedicated | None:
         conn = pool.get_connection()
     except BaseException as exc:
         _give_back_one(pool)
+        if is_exhausted(exc):  # the cache's own traffic took them: go command by command
+            return None
         if isinstance(exc, (*UNAVAILABLE, OSError)):
             raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
         raise
@@ -256,6 +259,10 @@ def execute(client: Any, args: tuple[Any, ...], meanwhile: Any = None) -> Any:
         return held.execute(args, meanwhile)
     if meanwhile is not None:
         meanwhile()
+    return with_connection(client, lambda: _plain(client, args))
+
+
+def _plain(client: Any, args: tuple[Any, ...]) -> Any:
     try:
         return client.execute_command(*args)
     except UNAVAILABLE as exc:

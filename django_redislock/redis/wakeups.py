@@ -1,0 +1,254 @@
+"""One blocking reader per process that fans wake-ups out to its waiters.
+
+A waiter of a lock or semaphore blocks until a release pushes to its wake-up list. A thread
+that keeps a connection of its own (see ``fastpath``) blocks on it with ``BLPOP``; any other
+waiter (threads beyond the pool's share, asyncio tasks) registers its list here instead and
+waits on an event, so a thousand waiters hold no connection each: one listener thread per
+pool and hash tag blocks on all their lists at once and hands each popped value to its
+waiter (an asyncio waiter through its event loop).
+
+A waiter whose list the listener's ``BLPOP`` does not cover yet nudges it: it pushes to the
+listener's control list (same hash tag, so one ``BLPOP`` serves both on Cluster), which
+returns the ``BLPOP`` at once; the listener then blocks again on the new set of lists. A
+value pushed meanwhile stays in its list until then. A value popped for a waiter that just
+stopped waiting is kept for its next wait of the same list (waiters wait in rounds, see
+``locks.waiting``), briefly. The listener's ``BLPOP`` ends at least every ``listen_seconds()``
+(a read timeout the pool may set must not cut it), so lists nobody waits on drop out; an
+idle listener ends, and a failed one reconnects: waiters meanwhile rely on their own
+re-checks, which never depend on a wake-up arriving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..conf import conf
+from ..exceptions import RedisUnavailable
+from .scripts import _script
+
+logger = logging.getLogger(__name__)
+
+
+# The listener's BLPOP ends this often (a cache's SOCKET_TIMEOUT must be longer than
+# LOCK_RETRY_DELAY already, see the README), so lists nobody waits on drop out.
+def listen_seconds() -> float:
+    return max(0.05, min(0.5, conf.LOCK_RETRY_DELAY))
+
+
+IDLE_SECONDS = 30.0  # a listener with nobody to wake for this long ends
+MAIL_SECONDS = 5.0  # a popped value whose waiter left is kept this long for its next wait
+
+# KEYS[1] the listener's control list. ARGV[1] its lifetime (ms): a listener that died
+# leaves nothing behind. Reply: the list's length.
+NUDGE = _script(
+    "wakeups_nudge",
+    """
+local n = redis.call('RPUSH', KEYS[1], '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return n
+""",
+)
+
+
+class _Waiter:
+    """One wait: an event set (or a future resolved) with the popped value."""
+
+    __slots__ = ("deliver", "value")
+
+    def __init__(self, deliver: Callable[[Any], None]) -> None:
+        self.value: Any = None
+        self.deliver = deliver
+
+
+class Listener:
+    """The blocking reader of one pool and hash tag."""
+
+    def __init__(self, client: Any, key: str) -> None:
+        self.client = client  # a sync client of the node holding the lists
+        self.control = f"{tag_prefix(key)}~wakeups:{uuid.uuid4().hex}"
+        self.lock = threading.Lock()
+        self.waiters: dict[str, _Waiter] = {}
+        self.mail: dict[str, tuple[Any, float]] = {}
+        self.listening: frozenset[str] = frozenset()
+        self.nudged = False
+        self.thread: threading.Thread | None = None
+
+    def register(self, key: str, waiter: _Waiter) -> bool:
+        """Start waiting on ``key``; True when the caller must nudge the listener."""
+        with self.lock:
+            mailed = self.mail.pop(key, None)
+            if mailed is not None:
+                waiter.value = mailed[0]
+                waiter.deliver(mailed[0])
+                return False
+            self.waiters[key] = waiter
+            if self.thread is None:
+                self.thread = threading.Thread(
+                    target=self._run, name="django-redislock-wakeups", daemon=True
+                )
+                self.thread.start()
+            if key in self.listening or self.nudged:
+                return False
+            self.nudged = True
+            return True
+
+    def unregister(self, key: str, waiter: _Waiter) -> Any:
+        """Stop waiting on ``key``; the value delivered meanwhile, or None."""
+        with self.lock:
+            if self.waiters.get(key) is waiter:
+                del self.waiters[key]
+            return waiter.value
+
+    def nudge_command(self) -> tuple[tuple[str], tuple[int]]:
+        """KEYS and ARGV of ``NUDGE``."""
+        return (self.control,), (max(1000, int(listen_seconds() * 4000)),)
+
+    def _run(self) -> None:
+        conn = None
+        idle_since = time.monotonic()
+        try:
+            while True:
+                with self.lock:
+                    keys = list(self.waiters)
+                    self.listening = frozenset(keys)
+                    self.nudged = False
+                    self._expire_mail()
+                    if not keys and time.monotonic() - idle_since > IDLE_SECONDS:
+                        self.thread = None
+                        return
+                if keys:
+                    idle_since = time.monotonic()
+                try:
+                    if conn is None:
+                        conn = self.client.connection_pool.get_connection()
+                    conn.send_command("BLPOP", self.control, *keys, listen_seconds())
+                    reply = conn.read_response()
+                except Exception as exc:
+                    logger.debug("Wake-up listener: %s; reconnecting.", exc)
+                    if conn is not None:
+                        conn.disconnect()
+                        self.client.connection_pool.release(conn)
+                        conn = None
+                    time.sleep(0.05)
+                    continue
+                if reply is not None:
+                    self._deliver(_text(reply[0]), reply[1])
+        finally:
+            if conn is not None:
+                self.client.connection_pool.release(conn)
+
+    def _deliver(self, key: str, value: Any) -> None:
+        if key == self.control:
+            return
+        with self.lock:
+            waiter = self.waiters.pop(key, None)
+            if waiter is None:
+                self.mail[key] = (value, time.monotonic())
+                return
+            waiter.value = value
+        waiter.deliver(value)
+
+    def _expire_mail(self) -> None:
+        if self.mail:
+            old = time.monotonic() - MAIL_SECONDS
+            for key in [k for k, (_, at) in self.mail.items() if at < old]:
+                del self.mail[key]
+
+
+def tag_prefix(key: str) -> str:
+    """The part of ``key`` up to its hash tag's end (the whole key's slot on Cluster)."""
+    end = key.find("}")
+    return key[: end + 1] + ":" if "{" in key[:end] else f"{conf.KEY_PREFIX}:"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+_listeners: dict[tuple[int, str], Listener] = {}
+_listeners_lock = threading.Lock()
+
+
+def listener(node: Any, key: str) -> Listener:
+    """The listener for ``key``'s lists on ``node`` (a sync client of one server)."""
+    ident = (id(node.connection_pool), tag_prefix(key))
+    found = _listeners.get(ident)
+    if found is None or found.client is not node:
+        with _listeners_lock:
+            found = _listeners.get(ident)
+            if found is None or found.client is not node:
+                found = _listeners[ident] = Listener(node, key)
+    return found
+
+
+def wait(node: Any, key: str, timeout: float, nudge: Callable[[Listener], Any]) -> Any:
+    """Wait up to ``timeout`` seconds for a value pushed to ``key``: ``[key, value]`` as
+    ``BLPOP`` answers, or None. ``nudge(listener)`` sends ``NUDGE``."""
+    found = listener(node, key)
+    event = threading.Event()
+    waiter = _Waiter(lambda value: event.set())
+    if found.register(key, waiter):
+        _nudge(found, nudge)
+    try:
+        event.wait(timeout)
+    finally:
+        value = found.unregister(key, waiter)
+    return None if value is None else [key, value]
+
+
+async def async_wait(node: Any, key: str, timeout: float, nudge: Callable[[Listener], Any]) -> Any:
+    """``wait`` for an asyncio waiter; ``nudge(listener)`` returns an awaitable."""
+    found = listener(node, key)
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def deliver(value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(_resolve, future, value)
+
+    waiter = _Waiter(deliver)
+    if found.register(key, waiter):
+        try:
+            await nudge(found)
+        except BaseException:
+            found.nudged = False
+            found.unregister(key, waiter)
+            raise
+    try:
+        await asyncio.wait_for(asyncio.shield(future), timeout)
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        value = found.unregister(key, waiter)
+    return None if value is None else [key, value]
+
+
+def _nudge(found: Listener, nudge: Callable[[Listener], Any]) -> None:
+    try:
+        nudge(found)
+    except RedisUnavailable:
+        found.nudged = False
+        raise
+
+
+def _resolve(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _after_fork() -> None:
+    # The parent's listener threads do not exist in the child.
+    global _listeners_lock
+    _listeners.clear()
+    _listeners_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
