@@ -25,6 +25,7 @@ from django_redislock.locks.async_semaphore import AsyncSemaphore
 from django_redislock.locks.keys import index_keys, lock_base
 from django_redislock.locks.listing import describe_lock, list_locks
 from django_redislock.locks.semaphore import Semaphore
+from django_redislock.locks.semaphore_listing import list_semaphores
 from django_redislock.queue.schedule import Scheduler
 from django_redislock.queue.scripts import START
 from django_redislock.queue.worker import Worker
@@ -174,6 +175,9 @@ def exercise_semaphores() -> None:
     assert Semaphore("m-sem-dead", limit=1, ttl=5).acquire(5)
     with Semaphore("m-sem-renewed", limit=2, ttl=1.5, auto_renew=True):
         time.sleep(0.6)
+    with Semaphore("m-sem-multi", limit=3, permits=2, ttl=5):
+        assert not Semaphore("m-sem-multi", limit=3, permits=2).acquire(0.1)
+    list_semaphores()  # sweeps the index
     asyncio.run(exercise_async_semaphores())
 
 

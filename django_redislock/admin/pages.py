@@ -97,7 +97,7 @@ class Pages(Rendering):
             can_release = can(request, RELEASE)
             rows = [
                 (info, self._confirm(request, "release_semaphore", name=info.name)
-                 if can_release and info.held else "")
+                 if can_release and info.held and not info.problem else "")
                 for info in semaphores
             ]  # fmt: skip
             return {"semaphores": rows, "pager": pager}

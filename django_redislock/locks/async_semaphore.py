@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from secrets import token_hex
 from threading import current_thread
 from typing import Any
 
@@ -28,8 +27,9 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
     """``async with AsyncSemaphore("exports", limit=4):`` — see ``Semaphore``."""
 
     async def acquire(self, timeout: float | None = None) -> bool:
-        """Take a permit; wait up to ``timeout`` seconds (None: the semaphore's timeout, 0: try
-        once, ``math.inf``: forever). Returns whether this task now holds a permit."""
+        """Take this semaphore's ``permits`` (all or none); wait up to ``timeout`` seconds
+        (None: the semaphore's timeout, 0: try once, ``math.inf``: forever). Returns whether
+        this task now holds them."""
         timeout = self._validate_timeout(timeout)
         started = time.monotonic()
         deadline = started + timeout
@@ -40,7 +40,7 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
             if not hold.lost and (await self._state(hold.token)).mine_ms > 0:
                 return self._reenter(owner, hold)
             self._forget(owner)  # expired or force-released meanwhile: acquire afresh
-        token = f"{token_hex(8)}|"
+        token = self._new_token()
         try:
             args = self._acquire_argv(token, timeout > 0, False)
             reply = await self._call_async(client, ACQUIRE, self._layout.acquiring(token), args, 2)
@@ -111,8 +111,9 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         return parse_state(await run_script(client, STATE, self._layout.reading, args))
 
     async def locked(self) -> bool:
-        """Whether every permit is taken (an acquire would wait)."""
-        return (await self._state()).held >= self.limit
+        """Whether too few permits are free for this semaphore's ``permits`` (an acquire
+        would wait)."""
+        return self._would_wait((await self._state()).held)
 
     async def owned(self) -> bool:
         """Whether this task holds a live permit, as Redis sees it now."""
@@ -136,7 +137,7 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         return (await self._state()).held
 
     async def holders(self) -> list[Permit]:
-        """The live permits, soonest to expire first."""
+        """The live holders (with how many permits each holds), soonest to expire first."""
         return (await self._state(permits=True)).permits
 
     async def state(self) -> SemaphoreState:

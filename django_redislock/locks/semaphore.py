@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from secrets import token_hex
 from threading import current_thread, get_ident
 from typing import Any
 
@@ -24,12 +23,16 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
     with its holder's ``ttl``, so a crashed holder's permit comes back by itself.
 
     ``Semaphore(name, *, limit, ttl=None, timeout=None, auto_renew=False, fair=False,
-    fencing=False, using=None)``: the options mean what they mean for ``Lock``; a release
-    hands the permit straight to the oldest waiter."""
+    fencing=False, permits=1, using=None)``: the options mean what they mean for ``Lock``;
+    ``permits`` is how many permits one holder takes, all at once or none (1 to ``limit``).
+    A release hands the permits straight to the waiters they satisfy: the oldest first, and
+    with ``fair=True`` strictly in arrival order (a waiter for more permits than are free
+    keeps those behind it waiting)."""
 
     def acquire(self, timeout: float | None = None) -> bool:
-        """Take a permit; wait up to ``timeout`` seconds (None: the semaphore's timeout, 0: try
-        once, ``math.inf``: forever). Returns whether this owner now holds a permit."""
+        """Take this semaphore's ``permits`` (all or none); wait up to ``timeout`` seconds
+        (None: the semaphore's timeout, 0: try once, ``math.inf``: forever). Returns whether
+        this owner now holds them."""
         timeout = self._validate_timeout(timeout)
         started = time.monotonic()
         deadline = started + timeout
@@ -40,7 +43,7 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
             if not hold.lost and self._state(hold.token).mine_ms > 0:
                 return self._reenter(owner, hold)
             self._forget(owner)  # expired or force-released meanwhile: acquire afresh
-        token = f"{token_hex(8)}|"
+        token = self._new_token()
         args = self._acquire_argv(token, timeout > 0, False)
         fence = self._outcome(self._call(client, ACQUIRE, self._layout.acquiring(token), args, 2))
         if type(fence) is not int:
@@ -86,8 +89,9 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
         return parse_state(run_script(self.client, STATE, self.layout.reading, args))
 
     def locked(self) -> bool:
-        """Whether every permit is taken (an acquire would wait)."""
-        return self._state().held >= self.limit
+        """Whether too few permits are free for this semaphore's ``permits`` (an acquire
+        would wait)."""
+        return self._would_wait(self._state().held)
 
     def owned(self) -> bool:
         """Whether this owner (thread) holds a live permit, as Redis sees it now."""
@@ -111,7 +115,7 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
         return self._state().held
 
     def holders(self) -> list[Permit]:
-        """The live permits, soonest to expire first."""
+        """The live holders (with how many permits each holds), soonest to expire first."""
         return self._state(permits=True).permits
 
     def state(self) -> SemaphoreState:

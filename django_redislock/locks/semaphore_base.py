@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from secrets import token_hex
 from typing import Any, NamedTuple
 
 from redis.exceptions import RedisError
@@ -22,7 +23,9 @@ from .semaphore_keys import (
     parse_permit,
     permit_of,
     semaphore_keys,
+    token_of,
     validate_limit,
+    validate_permits,
 )
 from .semaphore_scripts import EXTEND, RELEASE
 
@@ -32,10 +35,10 @@ logger = logging.getLogger("django_redislock.locks")
 class SemaphoreState(NamedTuple):
     """A semaphore as Redis sees it now."""
 
-    held: int  # live permits
+    held: int  # live permits (a holder of n counts n)
     waiters: int  # waiters queued (some may have given up unnoticed)
     mine_ms: int  # ms left on the asking owner's permit, -1 when it holds none
-    permits: list[Permit]  # when asked for, soonest to expire first
+    permits: list[Permit]  # the live holders when asked for, soonest to expire first
 
     @property
     def limit(self) -> int | None:
@@ -65,16 +68,28 @@ class SemaphoreBase(LockBase):
         auto_renew: bool = False,
         fair: bool = False,
         fencing: bool = False,
+        permits: int = 1,
         using: str | None = None,
     ) -> None:
         self.limit = validate_limit(limit)
+        self.permits = validate_permits(permits, self.limit)
         super().__init__(
             name, ttl=ttl, timeout=timeout, auto_renew=auto_renew, fair=fair, fencing=fencing,
             using=using,
         )  # fmt: skip
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r} limit={self.limit} ttl={self.lock_ttl}>"
+        permits = f" permits={self.permits}" if self.permits > 1 else ""
+        return (
+            f"<{type(self).__name__} {self.name!r} limit={self.limit}{permits} ttl={self.lock_ttl}>"
+        )
+
+    def _new_token(self) -> str:
+        """A fresh token for an acquire of this semaphore's ``permits``."""
+        return token_of(token_hex(8), self.permits)
+
+    def _would_wait(self, held: int) -> bool:
+        return held + self.permits > self.limit
 
     def _setup(self, client: Any) -> None:
         self._base = lock_base(self.name, shard_count(client))
@@ -102,7 +117,7 @@ class SemaphoreBase(LockBase):
         return permit_of(token, fence, self.limit, _keys.OWNER)
 
     def _release_args(self, permit: str) -> tuple[Any, ...]:
-        return permit, self.name, self.limit if permit else ""
+        return permit, self.name, self.limit if permit else "", self._flags[0]
 
     @staticmethod
     def _outcome(reply: Any) -> Any:

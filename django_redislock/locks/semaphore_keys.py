@@ -5,17 +5,26 @@ A semaphore lives in its lock shard (``base`` = ``<prefix>:{L<shard>}:``, see ``
 every key of it shares one hash tag and every script runs on Redis Cluster:
 
     base s:<name>    zset    permits: "<token><fence>|<limit>|<pid>|<host>" -> expiry (epoch
-                             ms, server clock); ``<token>`` is "<hex>|". A permit whose expiry
-                             passed is reclaimed by the next script that meets it; the key
-                             expires no sooner than its latest permit.
+                             ms, server clock); ``<token>`` is "<hex>|", or "<hex>*<n>|" for
+                             a holder of n permits, whose other n - 1 members have the token
+                             "<hex>*<n>.<i>|" (i = 2..n). A permit whose expiry passed is
+                             reclaimed by the next script that meets it; the key expires no
+                             sooner than its latest permit.
     base sq:<name>   zset    waiters, as a lock's ``q:`` (token -> arrival number)
     base sa:<name>   hash    waiters' registrations, as a lock's ``a:``, the owner part being
                              "<limit>|<pid>|<host>"
-    base sf:<name>   string  the last fence handed out (never expires)
+    base sf:<name>   string  the last fence handed out (fencing=True); it expires a minute
+                             after the last fenced grant, when the fences' clock floor (see
+                             ``lua.CLOCK``) has passed it
     base w:<token>   list    a waiter's wake-up, as a lock's (``scripts.WAKE``)
-    base sems        zset    semaphore name -> latest permit expiry, for the admin's listing:
-                             an entry outlives a release (so a release costs no count), but
-                             one whose expiry passed has no live permit
+    base sems        zset    semaphore name -> latest permit expiry, for the admin's listing.
+                             A release that frees a semaphore's last live permit removes its
+                             entry; an entry whose expiry passed (the holders died or let
+                             their permits lapse) is dropped by the next acquire on the shard
+                             (a few at a time) or the next listing (all).
+
+Once a semaphore's permits are released or lapsed (and a fenced one's last grant is a minute
+old), none of these keys is left for it.
 """
 
 from __future__ import annotations
@@ -27,6 +36,14 @@ from .keys import text
 # A limit is a count of concurrent holders: far above any sane one, and low enough that a
 # script reclaiming every expired permit at once stays short.
 MAX_LIMIT = 10_000
+
+
+def validate_permits(permits: Any, limit: int) -> int:
+    if not isinstance(permits, int) or isinstance(permits, bool):
+        raise TypeError(f"permits must be an int, not {type(permits).__name__}.")
+    if not 1 <= permits <= limit:
+        raise ValueError(f"permits must be between 1 and the limit ({limit}), not {permits}.")
+    return permits
 
 
 def validate_limit(limit: Any) -> int:
@@ -91,20 +108,31 @@ def permit_of(token: str, fence: int, limit: int, owner: str) -> str:
     return f"{token}{fence}|{limit}|{owner}"
 
 
+def token_of(hex_id: str, permits: int) -> str:
+    """The token of a holder of ``permits`` permits (see the layout above)."""
+    return f"{hex_id}|" if permits == 1 else f"{hex_id}*{permits}|"
+
+
 class Permit(NamedTuple):
-    """One live permit as ``Semaphore.holders()`` shows it."""
+    """One live holder as ``Semaphore.holders()`` shows it, with how many permits it holds."""
 
     expires_ms: int
     fence: int
     limit: int
     pid: int
     host: str
+    permits: int = 1
 
 
 def parse_permit(expiry: Any, member: Any) -> Permit | None:
-    """The permit ``member`` expiring at ``expiry`` ms, or None when unreadable."""
+    """The holder whose first member is ``member``, expiring at ``expiry`` ms; None when
+    ``member`` is another of its members, or unreadable."""
     try:
-        _, fence, limit, pid, host = text(member).split("|", 4)
-        return Permit(int(float(expiry)), int(fence), int(limit), int(pid), host)
+        token, fence, limit, pid, host = text(member).split("|", 4)
+        _, star, permits = token.partition("*")
+        if "." in permits:
+            return None  # one of a multi-permit holder's other members
+        count = int(permits) if star else 1
+        return Permit(int(float(expiry)), int(fence), int(limit), int(pid), host, count)
     except ValueError:
         return None

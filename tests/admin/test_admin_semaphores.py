@@ -3,15 +3,20 @@ a Cluster: each semaphore in use with its holders, limit, waiters and soonest ex
 
 from __future__ import annotations
 
+import os
 import re
 import threading
+import time
 from typing import Any
 
 import pytest
 from django.contrib.admin.models import DELETION, LogEntry
 from django.test import Client
+from django.utils.html import escape
 
 from django_redislock import Semaphore
+from django_redislock.locks.keys import shard_base
+from django_redislock.locks.semaphore_keys import semaphore_keys
 from django_redislock.locks.semaphore_listing import list_semaphores
 
 from ..conftest import Backend
@@ -111,3 +116,70 @@ def test_force_release_needs_the_release_permission(
     gone = operator.post(url("action", "release_semaphore"), {"name": "idle"}, follow=True)
     assert "nothing was done" in html(gone)
     assert not LogEntry.objects.exists()
+
+
+PLANTED = ["x" * 10_000, "a\x00b", "a{b}c", "invoice\u202etxt.exe", "tab\there"]
+
+
+def plant(backend: Backend, name: str, held: bool = True) -> None:
+    """An index row (and a live permit) for ``name``, written straight into Redis by
+    something other than ``Semaphore``."""
+    keys = semaphore_keys(shard_base(0), name)
+    expiry = int(time.time() * 1000) + 60_000
+    backend.client.zadd(keys.listing, {name: expiry})
+    if held:
+        backend.client.zadd(keys.holders, {f"abc|0|3|{os.getpid()}|planted": expiry})
+
+
+@pytest.mark.parametrize("name", PLANTED, ids=["10kB", "nul", "brace", "rtl", "tab"])
+def test_a_planted_name_is_shown_flagged_and_never_breaks_the_page(
+    backend: Backend, admin_client: Client, name: str
+) -> None:
+    plant(backend, name)
+    real = Semaphore("exports", limit=2, ttl=90)
+    assert real.acquire(0)
+    page, total = list_semaphores()
+    assert total == 2
+    planted = next(info for info in page if info.name == name)
+    assert (planted.held, planted.limit) == (1, 3)
+    assert planted.problem.startswith("Semaphore name")
+    response = admin_client.get(url("semaphores"))
+    assert response.status_code == 200
+    body = html(response)
+    assert rows(response, "semaphores") == 2
+    assert "Not a semaphore name" in body
+    assert body.count("Force release") == 1  # only the real one: the other has no Semaphore
+    for raw in ("\x00", "\u202e", "\t", "x" * 300):
+        assert raw not in body
+    assert escape(planted.label) in body
+    real.release()
+
+
+def test_planted_rows_of_another_type_or_without_permits_are_shown(
+    backend: Backend, admin_client: Client
+) -> None:
+    plant(backend, "<script>alert(1)</script>", held=False)
+    plant(backend, "a-string", held=False)
+    backend.client.set(semaphore_keys(shard_base(0), "a-string").holders, "garbage")
+    response = admin_client.get(url("semaphores"))
+    assert response.status_code == 200
+    body = html(response)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "<script>alert(1)" not in body
+    assert "unreadable: WRONGTYPE" in body
+    assert rows(response, "semaphores") == 2
+
+
+@pytest.mark.parametrize("p", [str(10**20), "99", "-5", "x"])
+def test_a_page_number_past_the_end_shows_the_last_page(
+    backend: Backend, admin_client: Client, p: str
+) -> None:
+    held = [Semaphore(f"pool:{i}", limit=1, ttl=60 + i) for i in range(53)]
+    for permit in held:
+        assert permit.acquire(0)
+    response = admin_client.get(url("semaphores"), {"p": p})
+    assert response.status_code == 200
+    assert rows(response, "semaphores") == (3 if p in (str(10**20), "99") else 50)
+    assert list_semaphores(10**20) == ([], 53)
+    for permit in held:
+        permit.release()
