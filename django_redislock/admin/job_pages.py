@@ -11,12 +11,15 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from ..conf import conf
 from ..exceptions import JobNotFound
+from ..queue.arguments import checked_job_id
 from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import LISTED_STATES, JobState
 from .actions import ACTIONS, JOB_ACTIONS, MANAGE, due_at
 from .job_actions import ACTIONS as JOB_ACTIONS_MORE
 from .job_actions import BULK, MAX_CHECKED, left_behind, live_worker_ids
-from .rendering import PER_PAGE, Pager, Rendering, can
+from .paging import paginate
+from .rendering import Rendering, can
+from .shown import shown_name
 
 # The states a queue's jobs are listed in, each a tab: the pending ones, then the finished.
 STATES = (*LISTED_STATES, JobState.DONE)
@@ -32,14 +35,15 @@ class JobPages(Rendering):
         def load() -> dict[str, Any]:
             q = get_queue(queue)
             counts = q.counts(done=True)
-            pager = Pager.of(request, counts[state])
+            jobs, pager = paginate(
+                request,
+                lambda offset, limit: (q.scored_jobs(state, offset, limit), counts[state]),
+                counts[state],
+            )
             now = time.time()
             live = live_worker_ids() if state == JobState.RUNNING else None
             can_manage = can(request, MANAGE)
-            rows = [
-                self._row(request, q, job, score, live, now, can_manage)
-                for job, score in q.scored_jobs(state, pager.offset, PER_PAGE)
-            ]
+            rows = [self._row(request, q, job, score, live, now, can_manage) for job, score in jobs]
             dead = state == JobState.DEAD and can_manage and counts[JobState.DEAD] > 0
             return {
                 "jobs": rows,
@@ -51,6 +55,8 @@ class JobPages(Rendering):
                          BULK.items()] if dead else [],
                 "max_checked": MAX_CHECKED,
                 "flagged": sum(1 for row in rows if row["left"]),
+                # Listed but not shown: gone meanwhile, or an id that is no UTF-8 text
+                "unread": max(0, pager.size - len(rows)),
             }  # fmt: skip
 
         shown = "finished" if state == JobState.DONE else state
@@ -65,11 +71,16 @@ class JobPages(Rendering):
     ) -> dict[str, Any]:  # fmt: skip
         running = job.state == JobState.RUNNING
         left = left_behind(q, job, score, live, now) if running and score else ""
+        shown = shown_name(job.id, checked_job_id)
         return {
             "job": job,
-            "url": self.job_url(q.name, job.id),
+            "shown": shown,
+            "worker": shown_name(job.worker) if job.worker else None,
+            "url": self.job_url(q.name, job.id) if shown.linkable else "",
             "left": left,
-            "actions": self._actions(request, q, job, left) if can_manage else [],
+            "actions": self._actions(request, q, job, left)
+            if can_manage and shown.linkable
+            else [],
             "due_at": due_at(job),
             "due_in": job.score / 1000 - now,
             "started_ago": now - job.started / 1000,
@@ -107,6 +118,7 @@ class JobPages(Rendering):
                     "state_url": self._url("jobs", queue, job.state)
                     if job.state in STATES else ""}  # fmt: skip
 
-        title = f"Job “{job_id[:80]}{'…' if len(job_id) > 80 else ''}”"
-        extra = {"tab": "queues", "queue": queue, "job_id": job_id}
+        shown = shown_name(job_id, checked_job_id)
+        title = f"Job “{shown.text[:80]}{'…' if len(shown.text) > 80 else ''}”"
+        extra = {"tab": "queues", "queue": queue, "job_id": job_id, "shown": shown}
         return self._page(request, "job.html", title, load, extra)

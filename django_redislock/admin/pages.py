@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 
 from ..conf import conf
 from ..exceptions import StockError
+from ..locks.keys import validate_name
 from ..locks.listing import list_locks
 from ..locks.semaphore_listing import list_semaphores
 from ..queue.core import get_queue
@@ -20,9 +21,30 @@ from ..stock.core import Stock
 from ..stock.listing import count_stocks, expiring, stock_names
 from .actions import RELEASE
 from .job_pages import STATES
-from .rendering import PER_PAGE, Pager, Rendering, can, corrupt, requested_page, seconds_since
+from .paging import paginate
+from .rendering import Rendering, can, corrupt, seconds_since
+from .shown import NOT_TEXT, shown_name
 
 logger = logging.getLogger("django_redislock.admin")
+
+
+def _stock_names(prefix: str, offset: int, limit: int) -> list[str]:
+    """``stock_names``; or, when a name among them is no UTF-8 (which it cannot decode), the
+    names one by one, that one as U+FFFD (shown as unreadable, the others as they are)."""
+    try:
+        return stock_names(prefix, offset, limit)
+    except UnicodeDecodeError:
+        pass
+    names = []
+    for at in range(offset, offset + limit):
+        try:
+            found = stock_names(prefix, at, 1)
+        except UnicodeDecodeError:
+            found = [NOT_TEXT]
+        if not found:
+            break
+        names.extend(found)
+    return names
 
 
 class Pages(Rendering):
@@ -51,55 +73,61 @@ class Pages(Rendering):
         prefix = request.GET.get("q", "")
 
         def load() -> dict[str, Any]:
-            asked = (requested_page(request) - 1) * PER_PAGE
-            page = list_locks(prefix, offset=asked, limit=PER_PAGE)
-            pager = Pager.of(request, page.total)
-            if pager.offset != asked:  # past the last page: show the last
-                page = list_locks(prefix, offset=pager.offset, limit=PER_PAGE)
+            locks, pager = paginate(
+                request, lambda offset, limit: list_locks(prefix, offset=offset, limit=limit)
+            )
             can_release = can(request, RELEASE)
-            rows = [
-                (lock, self._confirm(request, "release", name=lock.name) if can_release else "")
-                for lock in page.locks
-            ]
+            rows = []
+            for lock in locks:
+                shown = shown_name(lock.name, validate_name)
+                # A planted name is no lock this app can release (the action would refuse it)
+                release = can_release and shown.valid
+                url = self._confirm(request, "release", name=lock.name) if release else ""
+                rows.append((lock, shown, url))
             return {"locks": rows, "pager": pager}
 
-        return self._page(request, "locks.html", "Locks", load, {"tab": "locks", "prefix": prefix})
+        extra = {"tab": "locks", "prefix": prefix, "prefix_shown": shown_name(prefix)}
+        return self._page(request, "locks.html", "Locks", load, extra)
 
     def stocks_view(self, request: HttpRequest) -> HttpResponse:
         prefix = request.GET.get("q", "")
 
         def load() -> dict[str, Any]:
-            pager = Pager.of(request, count_stocks(prefix))
+            total = count_stocks(prefix)
+            names, pager = paginate(
+                request, lambda offset, limit: (_stock_names(prefix, offset, limit), total), total
+            )
             rows: list[dict[str, Any]] = []
             now = time.time()
-            for name in stock_names(prefix, pager.offset, PER_PAGE):
+            for name in names:
+                shown = shown_name(name, validate_name)
+                if not shown.valid:  # Stock() would refuse it: no counts to read
+                    rows.append({"name": shown, "error": "Set aside: its counts are not read."})
+                    continue
                 try:
                     stock = Stock(name)
                     counts = stock.counts()  # also gives back what expired
                     soonest = expiring(stock, 1)
                 except (StockError, ValueError) as exc:  # this one is unreadable; not the rest
-                    rows.append({"name": name, "error": str(exc)})
+                    rows.append({"name": shown, "error": str(exc)})
                     continue
                 expires_in = soonest[0].expires_at.timestamp() - now if soonest else None
-                rows.append({"name": name, "counts": counts, "expires_in": expires_in})
+                rows.append({"name": shown, "counts": counts, "expires_in": expires_in})
             return {"stocks": rows, "pager": pager}
 
-        extra = {"tab": "stocks", "prefix": prefix}
+        extra = {"tab": "stocks", "prefix": prefix, "prefix_shown": shown_name(prefix)}
         return self._page(request, "stocks.html", "Stocks", load, extra)
 
     def semaphores_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
-            asked = (requested_page(request) - 1) * PER_PAGE
-            semaphores, total = list_semaphores(asked, PER_PAGE)
-            pager = Pager.of(request, total)
-            if pager.offset != asked:  # past the last page: show the last
-                semaphores, _ = list_semaphores(pager.offset, PER_PAGE)
+            semaphores, pager = paginate(request, list_semaphores)
             can_release = can(request, RELEASE)
-            rows = [
-                (info, self._confirm(request, "release_semaphore", name=info.name)
-                 if can_release and info.held and not info.problem else "")
-                for info in semaphores
-            ]  # fmt: skip
+            rows = []
+            for info in semaphores:
+                shown = shown_name(info.name, validate_name)
+                release = can_release and info.held and shown.valid and not info.problem
+                url = self._confirm(request, "release_semaphore", name=info.name) if release else ""
+                rows.append((info, shown, url))
             return {"semaphores": rows, "pager": pager}
 
         return self._page(request, "semaphores.html", "Semaphores", load, {"tab": "semaphores"})
@@ -125,7 +153,8 @@ class Pages(Rendering):
             what = info.get("unreadable") if isinstance(info, dict) else info
             ident = info.get("id", "?") if isinstance(info, dict) else "?"
             host = f"(this registry entry in Redis is unreadable: {str(what)[:200]})"
-            return {"id": str(ident), "host": host, "queues": [], "current": [],
+            return {"id": str(ident), "shown": shown_name(str(ident)), "host": host,
+                    "queues": [], "current": [],
                     "beat_age": None, "up": None}  # fmt: skip
         queues, jobs = info.get("queues"), info.get("jobs")
         current = []
@@ -133,11 +162,13 @@ class Pages(Rendering):
             queue, _, job_id = str(job).partition(":")
             # Only a configured queue has a page (and a name a URL can carry).
             link = self.job_url(queue, job_id) if queue in conf.QUEUES else ""
-            current.append((queue, job_id, link))
+            shown = shown_name(job_id)
+            current.append((shown_name(queue).text, shown, link if shown.linkable else ""))
         return {
             **{key: info.get(key) for key in ("host", "pid", "concurrency", "processed",
                                               "failed")},
             "id": str(info.get("id", "?")),
+            "shown": shown_name(str(info.get("id", "?"))),
             "queues": [str(q) for q in queues] if isinstance(queues, list) else [str(queues)],
             "beat_age": seconds_since(info.get("beat"), now),
             "up": seconds_since(info.get("started"), now),

@@ -1,4 +1,4 @@
-"""What every admin page shares: the pager, permission checks, Redis failures shown as a
+"""What every admin page shares: permission checks, Redis failures shown as a
 page (503, or 200 with the error when a key holds data of the wrong type), and rendering."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -23,7 +22,6 @@ from .actions import VIEW
 
 logger = logging.getLogger("django_redislock.admin")
 
-PER_PAGE = 50
 # The pages every page links to
 TABS = ("dashboard_changelist", "locks", "semaphores", "stocks", "workers", "schedule")
 REFRESH_SECONDS = 5
@@ -47,43 +45,12 @@ def can(request: HttpRequest, permission: str) -> bool:
     return bool(request.user.has_perm(permission))
 
 
-@dataclass(frozen=True)
-class Pager:
-    number: int
-    pages: int
-    total: int
-
-    @classmethod
-    def of(cls, request: HttpRequest, total: int) -> Pager:
-        pages = max(1, math.ceil(total / PER_PAGE))
-        return cls(min(requested_page(request), pages), pages, total)
-
-    @property
-    def offset(self) -> int:
-        return (self.number - 1) * PER_PAGE
-
-    @property
-    def previous(self) -> int:
-        return self.number - 1
-
-    @property
-    def next(self) -> int:
-        return self.number + 1
-
-
 def seconds_since(moment: Any, now: float) -> float | None:
     try:
         seconds = now - float(moment)
     except (TypeError, ValueError):
         return None
     return seconds if math.isfinite(seconds) else None
-
-
-def requested_page(request: HttpRequest) -> int:
-    try:
-        return max(1, int(request.GET.get("p", "1")))
-    except ValueError:
-        return 1
 
 
 class Rendering(_Mixin):

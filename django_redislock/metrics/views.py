@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hmac
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
@@ -22,7 +22,11 @@ from django.views.decorators.http import require_safe
 
 try:
     from prometheus_client import CollectorRegistry, Metric
-    from prometheus_client.exposition import choose_encoder
+    from prometheus_client.exposition import (
+        CONTENT_TYPE_PLAIN_0_0_4,
+        choose_encoder,
+        generate_latest,
+    )
     from prometheus_client.multiprocess import MultiProcessCollector
     from prometheus_client.registry import Collector
 except ImportError as exc:  # mounted without the extra
@@ -37,6 +41,9 @@ from .collector import RedisCollector
 
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 FORBIDDEN = "A metrics token, or a staff user with the app's view permission, is needed.\n"
+# The formats answered as asked (media type -> versions); any other Accept gets the plain
+# text format 0.0.4, which every Prometheus reads.
+KNOWN_FORMATS = {"application/openmetrics-text": {"1.0.0"}, "text/plain": {"0.0.4", "1.0.0"}}
 
 
 class _ThisProcess(Collector):
@@ -78,5 +85,21 @@ def metrics(request: HttpRequest) -> HttpResponse:
     """The metrics in Prometheus's text format (or OpenMetrics when the scraper asks)."""
     if not allowed(request):
         return HttpResponse(FORBIDDEN, status=403, content_type="text/plain")
-    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    encoder, content_type = negotiated(request.headers.get("Accept", ""))
     return HttpResponse(encoder(registry()), content_type=content_type)
+
+
+def negotiated(accept: str) -> tuple[Callable[[CollectorRegistry], bytes], str]:
+    """The encoder and content type that answer ``accept``: what prometheus_client chooses
+    when that is a format and version it knows, else the plain text format. Its choice is
+    not taken as is: it raises on a version that is no number ("version=abc") and echoes
+    any version given ("version=2.0.0") into the response's Content-Type."""
+    try:
+        encoder, content_type = choose_encoder(accept)
+    except (TypeError, ValueError):
+        return generate_latest, CONTENT_TYPE_PLAIN_0_0_4
+    media, *params = (part.strip() for part in content_type.split(";"))
+    version = dict(p.partition("=")[::2] for p in params).get("version", "")
+    if version not in KNOWN_FORMATS.get(media, ()) or not content_type.isprintable():
+        return generate_latest, CONTENT_TYPE_PLAIN_0_0_4
+    return encoder, content_type
