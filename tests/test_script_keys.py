@@ -350,6 +350,7 @@ def exercise_stocks() -> None:
     assert stock.reserve(1, ttl=0.01) is not None
     time.sleep(0.1)
     assert stock.counts().reserved == 0  # expired, and the finished ones forgotten
+    assert stock.delete()
 
 
 @pytest.mark.timeout(60)

@@ -9,6 +9,7 @@ would reach no handler, and Python would print only warnings, bare, on stderr.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -45,6 +46,46 @@ class LineFormatter(logging.Formatter):
         return super().formatMessage(record)
 
 
+def prints(handler: logging.Handler, stream: Any) -> bool:
+    """Whether ``handler`` writes on ``stream`` or on the terminal (stdout, stderr)."""
+    if not isinstance(handler, logging.StreamHandler) or isinstance(handler, logging.FileHandler):
+        return False
+    if handler.stream is stream or handler.stream in (sys.stdout, sys.stderr):
+        return True
+    try:
+        return handler.stream.fileno() in (1, 2)
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return False
+
+
+class NotPrintedYet(logging.Filter):
+    """Lets a record through unless a handler of a logger it passed on its way up to ours
+    already printed it: with ``-v 3`` the worker's handler is the root logger's, and a
+    library logger that has its own StreamHandler (``LOGGING``) and propagates would show
+    every record twice, tracebacks included. A handler writing elsewhere (a file, mail)
+    does not count: the record is still shown once on the terminal."""
+
+    def __init__(self, owner: logging.StreamHandler[Any]) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        logger = logging.root.manager.loggerDict.get(record.name)
+        # The handlers of the loggers below the owner's ran first (Logger.callHandlers).
+        while isinstance(logger, logging.Logger) and self.owner not in logger.handlers:
+            if any(self._printed(handler, record) for handler in logger.handlers):
+                return False
+            logger = logger.parent if logger.propagate else None
+        return True
+
+    def _printed(self, handler: logging.Handler, record: logging.LogRecord) -> bool:
+        return (
+            record.levelno >= handler.level
+            and prints(handler, self.owner.stream)
+            and bool(handler.filter(record))
+        )
+
+
 def configured_elsewhere(name: str) -> bool:
     """Whether a handler already receives the records of logger ``name`` or of its children
     (``LOGGING``, or a test runner's capture): then nothing is added, so nothing is printed
@@ -66,6 +107,7 @@ def worker_logging(verbosity: int, stream: Any) -> Iterator[None]:
     level = LEVELS.get(verbosity, logging.DEBUG)
     handler = logging.StreamHandler(stream)
     handler.setFormatter(LineFormatter(detailed=verbosity >= 2))
+    handler.addFilter(NotPrintedYet(handler))
     shown: dict[str, tuple[int, bool]] = {}  # logger: (level, whether it gets the handler)
     if configured_elsewhere(APP):  # LOGGING decides; only -v 2/3 lower the app's level
         if level == logging.DEBUG:

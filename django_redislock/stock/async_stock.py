@@ -7,7 +7,6 @@ from typing import Any
 
 from ..redis import aio
 from .core import Operation, Reservation, StockBase, StockCounts
-from .keys import names_key
 
 
 class AsyncStock(StockBase):
@@ -16,23 +15,18 @@ class AsyncStock(StockBase):
     async def _run(self, operation: Operation) -> Any:
         client = aio.get_async_redis(self.using)
         while True:
-            raw = await aio.run_script(client, operation.script, self.keys, operation.args)
+            raw = await aio.run_script(client, operation.script, operation.keys, operation.args)
             reply = self._read(raw)
             if reply.status != "more":
                 return operation.answer(reply)
 
-    async def _adjust(self, operation: Operation) -> StockCounts:
-        counts: StockCounts = await self._run(operation)
-        await aio.call(aio.get_async_redis(self.using), "ZADD", names_key(), 0, self.name)
-        return counts
-
     async def set(self, quantity: int) -> StockCounts:
         """See ``Stock.set``."""
-        return await self._adjust(self._set_op(quantity))
+        return await self._run(self._set_op(quantity))  # type: ignore[no-any-return]
 
     async def add(self, quantity: int) -> StockCounts:
         """See ``Stock.add``."""
-        return await self._adjust(self._add_op(quantity))
+        return await self._run(self._add_op(quantity))  # type: ignore[no-any-return]
 
     async def reserve(self, quantity: int = 1, ttl: float = 600.0) -> Reservation | None:
         """See ``Stock.reserve``."""
@@ -61,7 +55,4 @@ class AsyncStock(StockBase):
 
     async def delete(self) -> bool:
         """See ``Stock.delete``."""
-        client = aio.get_async_redis(self.using)
-        existed = bool(await aio.call(client, "DEL", *self.keys))
-        await aio.call(client, "ZREM", names_key(), self.name)
-        return existed
+        return await self._run(self._delete_op())  # type: ignore[no-any-return]

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..exceptions import ReservationError, ReservationExpired, StockError
 from ..locks.keys import text
-from ..redis.clients import call, get_redis, run_script
+from ..redis.clients import get_redis, run_script
 from ..redis.scripts import LuaScript
 from ..signals import (
     reservation_confirmed,
@@ -26,11 +26,14 @@ from ..signals import (
     stock_sold_out,
 )
 from .arguments import MAX_ID_LENGTH, MAX_TOTAL, MAX_UNITS, epoch, milliseconds, units
-from .keys import StockKeys, names_key, stock_keys, validate_stock_name
-from .scripts import ADJUST, COUNTS, FINISH, RESERVE
+from .keys import StockKeys, stock_keys, validate_stock_name
+from .scripts import ADJUST, COUNTS, DELETE, FINISH, RESERVE
 
 # Due entries (expired reservations, records to forget) each script handles at most.
 SWEEP = 100
+# How long an add's request id is remembered (ms): a resend within it is applied once.
+# Resends come within seconds (a Cluster retry, a reconnection); ten minutes bound the set.
+ADD_REQUEST_TTL_MS = 600_000
 STATES = {"c": "confirmed", "r": "released", "x": "expired", "unknown": "unknown"}
 
 
@@ -66,6 +69,7 @@ class Reply(NamedTuple):
 
 class Operation(NamedTuple):
     script: LuaScript
+    keys: tuple[str, ...]
     args: tuple[Any, ...]
     answer: Callable[[Reply], Any]
 
@@ -98,6 +102,13 @@ class StockBase:
         status = text(raw[0])
         if status == "corrupt":
             key, record = text(raw[6]), text(raw[7])
+            if key == self.keys.names:
+                raise StockError(
+                    f"Stock {self.name!r}: the listing {key!r} is not a sorted set (another "
+                    "program wrote it?): nothing changed. Delete that key; its stocks are "
+                    "listed again at their next set or add.",
+                    self.name,
+                )
             where = f"the record of reservation {record!r} in {key!r}" if record else repr(key)
             raise StockError(
                 f"Stock {self.name!r} is corrupt: {where} is not what the stock stores "
@@ -109,9 +120,9 @@ class StockBase:
         return Reply(status, counts, bool(raw[5]), list(raw[6:]))
 
     def _counts_op(self) -> Operation:
-        return Operation(COUNTS, self._args(), lambda reply: reply.counts)
+        return Operation(COUNTS, self.keys.counters, self._args(), lambda reply: reply.counts)
 
-    def _adjust_op(self, mode: str, units: int) -> Operation:
+    def _adjust_op(self, mode: str, units: int, request: str) -> Operation:
         def answer(reply: Reply) -> StockCounts:
             if reply.status == "short":
                 have = reply.counts
@@ -129,13 +140,19 @@ class StockBase:
                 )
             return reply.counts
 
-        return Operation(ADJUST, self._args(mode, units, MAX_TOTAL), answer)
+        args = self._args(mode, units, MAX_TOTAL, request, ADD_REQUEST_TTL_MS, self.name)
+        return Operation(ADJUST, self.keys, args, answer)
 
     def _set_op(self, quantity: int) -> Operation:
-        return self._adjust_op("set", units(quantity, "quantity", minimum=0))
+        return self._adjust_op("set", units(quantity, "quantity", minimum=0), "")
 
     def _add_op(self, quantity: int) -> Operation:
-        return self._adjust_op("add", units(quantity, "quantity", minimum=-MAX_UNITS))
+        # The request id makes a resent call (same arguments) add once.
+        quantity = units(quantity, "quantity", minimum=-MAX_UNITS)
+        return self._adjust_op("add", quantity, secrets.token_hex(16))
+
+    def _delete_op(self) -> Operation:
+        return Operation(DELETE, self.keys, (self.name,), lambda reply: reply.status == "ok")
 
     def _reserve_op(self, quantity: int, ttl: float) -> Operation:
         quantity = units(quantity, "quantity", minimum=1)
@@ -159,7 +176,8 @@ class StockBase:
                 stock_reserved.send(type(self), stock=self, name=self.name, reservation=made)
             return made
 
-        return Operation(RESERVE, self._args(reservation_id, quantity, ttl_ms), answer)
+        args = self._args(reservation_id, quantity, ttl_ms)
+        return Operation(RESERVE, self.keys.counters, args, answer)
 
     def _reservation_id(self, reservation: Any) -> str:
         if isinstance(reservation, Reservation):
@@ -206,7 +224,7 @@ class StockBase:
                 state,
             )
 
-        return Operation(FINISH, self._args(reservation_id, action), answer)
+        return Operation(FINISH, self.keys.counters, self._args(reservation_id, action), answer)
 
 
 _WHY = {
@@ -226,24 +244,21 @@ class Stock(StockBase):
     def _run(self, operation: Operation) -> Any:
         client = get_redis(self.using)
         while True:
-            reply = self._read(run_script(client, operation.script, self.keys, operation.args))
+            raw = run_script(client, operation.script, operation.keys, operation.args)
+            reply = self._read(raw)
             if reply.status != "more":
                 return operation.answer(reply)
-
-    def _adjust(self, operation: Operation) -> StockCounts:
-        counts: StockCounts = self._run(operation)
-        call(get_redis(self.using), "ZADD", names_key(), 0, self.name)  # listed from now on
-        return counts
 
     def set(self, quantity: int) -> StockCounts:
         """Make ``quantity`` units unsold (available + reserved): reservations keep their
         units, confirmed units stay sold. StockError (nothing changed) if more are reserved."""
-        return self._adjust(self._set_op(quantity))
+        return self._run(self._set_op(quantity))  # type: ignore[no-any-return]
 
     def add(self, quantity: int) -> StockCounts:
         """Put ``quantity`` more units up for sale (negative: take them off; StockError, and
-        nothing changed, when fewer are available)."""
-        return self._adjust(self._add_op(quantity))
+        nothing changed, when fewer are available). Applied once even when the call is
+        resent after its reply was lost."""
+        return self._run(self._add_op(quantity))  # type: ignore[no-any-return]
 
     def reserve(self, quantity: int = 1, ttl: float = 600.0) -> Reservation | None:
         """Hold ``quantity`` units for ``ttl`` seconds; None when fewer are available."""
@@ -276,8 +291,5 @@ class Stock(StockBase):
 
     def delete(self) -> bool:
         """Remove the stock and every reservation record (an operator's reset, which also
-        clears a corrupt stock). Whether it existed."""
-        client = get_redis(self.using)
-        existed = bool(call(client, "DEL", *self.keys))
-        call(client, "ZREM", names_key(), self.name)
-        return existed
+        clears a corrupt stock), and its entry in the listing. Whether it existed."""
+        return self._run(self._delete_op())  # type: ignore[no-any-return]

@@ -1,12 +1,17 @@
 """Reading stocks for the admin and operators: the names of the stocks, and a stock's
-pending reservations that expire soonest. Plain reads, no script, no KEYS/SCAN."""
+pending reservations that expire soonest. Plain reads (the listing of every shard in one
+pipeline), no script, no KEYS/SCAN."""
 
 from __future__ import annotations
+
+import heapq
+from itertools import islice
+from typing import Any
 
 from ..redis.clients import call, get_redis
 from .arguments import epoch
 from .core import Reservation, Stock
-from .keys import names_key, parse_record
+from .keys import names_keys, parse_record
 
 # How many due entries ``expiring`` reads per reservation asked for: finished ones (kept for
 # ``remember``) may come between pending ones when ``remember`` is shorter than their TTLs.
@@ -19,14 +24,25 @@ def stock_names(
     """The names of the stocks set so far (by ``set`` or ``add``, not deleted since), in
     order, those starting with ``prefix`` only."""
     start, end = _bounds(prefix)
-    found = call(get_redis(using), "ZRANGEBYLEX", names_key(), start, end, "LIMIT", offset, limit)
-    return [n.decode() if isinstance(n, bytes) else str(n) for n in found]
+    # Each shard's first offset + limit names, merged: one pipelined read per shard.
+    pipe = get_redis(using).pipeline(transaction=False)
+    for key in names_keys():
+        pipe.execute_command("ZRANGEBYLEX", key, start, end, "LIMIT", 0, offset + limit)
+    shards = [[_text(n) for n in found] for found in pipe.execute()]
+    return list(islice(heapq.merge(*shards), offset, offset + limit))
 
 
 def count_stocks(prefix: str = "", using: str | None = None) -> int:
     """How many stock names ``stock_names`` has (those starting with ``prefix``)."""
     start, end = _bounds(prefix)
-    return int(call(get_redis(using), "ZLEXCOUNT", names_key(), start, end))
+    pipe = get_redis(using).pipeline(transaction=False)
+    for key in names_keys():
+        pipe.execute_command("ZLEXCOUNT", key, start, end)
+    return sum(int(n) for n in pipe.execute())
+
+
+def _text(name: Any) -> str:
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def _bounds(prefix: str) -> tuple[str, str]:

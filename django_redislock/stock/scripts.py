@@ -1,14 +1,15 @@
 """The Lua scripts of stocks, one constant each, with what KEYS, ARGV and the reply are. Every
 key a script touches arrives in its KEYS, built by ``keys`` (which describes the layout).
 
-Every script takes KEYS = state, records, due (``keys.StockKeys``) and ARGV[1] = how long a
-finished reservation is remembered (ms), ARGV[2] = how many due entries it handles at most.
-Before its own work it checks the counters and reads each key it uses (a key of another
-type, or a value not as the layout says, is reported having written nothing), then handles
-the entries of ``due`` whose time (server clock) has come, at most ARGV[2] of them, reading
-and checking them all before the first write: a pending reservation that expired gives its
-units back and is remembered as expired; a finished one that was remembered long enough is
-forgotten. So expired units come back with no worker.
+Every script but DELETE takes KEYS = state, records, due (``keys.StockKeys.counters``; ADJUST
+then adds and names) and ARGV[1] = how long a finished reservation is remembered (ms),
+ARGV[2] = how many due entries it handles at most. Before its own work it checks the
+counters and reads each key it uses (a key of another type, or a value not as the layout
+says, is reported having written nothing), then handles the entries of ``due`` whose time
+(server clock) has come, at most ARGV[2] of them, reading and checking them all before the
+first write: a pending reservation that expired gives its units back and is remembered as
+expired; a finished one that was remembered long enough is forgotten. So expired units come
+back with no worker.
 
 Every reply is {status, available, reserved, confirmed, total, more, ...}: ``more`` is 1 when
 entries were left due (the caller runs the script again when the answer depends on them; a
@@ -107,26 +108,45 @@ local function reply(status, c, more, ...)
   end
   return {status, c[1], c[2], c[3], c[4], more and 1 or 0, ...}
 end
-
+"""
+# A script's own checks of keys other than the counters' go between the two.
+_OPEN = """
 local c, more = open()
 if not c then return more end
 """
 
 # The counters, after handling due entries. Reply status: "ok", or "more" (the counters
 # are not final yet: run it again).
-COUNTS = _script("stock_counts", _PRELUDE + "return reply(more and 'more' or 'ok', c, more)\n")
+COUNTS = _script(
+    "stock_counts", _PRELUDE + _OPEN + "return reply(more and 'more' or 'ok', c, more)\n"
+)
 
+# KEYS[4] adds  KEYS[5] names (the stock's shard's listing)
 # ARGV[3] "set" or "add"  ARGV[4] units (an integer; negative takes units off sale with "add")
 # ARGV[5] the most units the stock may have in all (its total)
+# ARGV[6] the call's request id ("" for a set, which is idempotent by itself)
+# ARGV[7] how long a request id is remembered (ms)  ARGV[8] the stock's name
 # set n: available + reserved becomes n (reservations keep their units; confirmed units are
-# sold and stay counted); the total follows.
+# sold and stay counted); the total follows. The stock is listed in names in the same step.
+# An add whose request id was already applied (the call resent after its reply was lost)
+# changes nothing and answers "ok".
 # Reply status: "ok"; "short" (nothing changed: too few available units for a negative add,
 # or more reserved than a set's n); "toomuch" (the total would exceed ARGV[5]); "more".
 ADJUST = _script(
     "stock_adjust",
     _PRELUDE
     + """
+local adds, names, request, name = KEYS[4], KEYS[5], ARGV[6], ARGV[8]
+local ok, applied = pcall(redis.call, 'ZSCORE', adds, request)
+if not ok then return corrupt(adds) end
+local listed
+ok, listed = pcall(redis.call, 'ZSCORE', names, name)
+if not ok then return corrupt(names) end
+"""
+    + _OPEN
+    + """
 if more then return reply('more', c, more) end
+if applied then return reply('ok', c, more) end
 local n = tonumber(ARGV[4])
 local available = c[1] + n
 if ARGV[3] == 'set' then available = n - c[2] end
@@ -135,6 +155,13 @@ local total = c[4] + available - c[1]
 if total > tonumber(ARGV[5]) then return reply('toomuch', c, more) end
 c[1], c[4] = available, total
 dirty = true
+if request ~= '' then
+  local window = tonumber(ARGV[7])
+  redis.call('ZREMRANGEBYSCORE', adds, '-inf', now)
+  redis.call('ZADD', adds, now + window, request)
+  redis.call('PEXPIRE', adds, window)
+end
+if not listed then redis.call('ZADD', names, 0, name) end
 return reply('ok', c, more)
 """,
 )
@@ -147,6 +174,7 @@ return reply('ok', c, more)
 RESERVE = _script(
     "stock_reserve",
     _PRELUDE
+    + _OPEN
     + """
 local id, q = ARGV[3], tonumber(ARGV[4])
 local ok, value = pcall(redis.call, 'HGET', records, id)
@@ -176,6 +204,7 @@ return reply('ok', c, more, c[5], expires)
 FINISH = _script(
     "stock_finish",
     _PRELUDE
+    + _OPEN
     + """
 local id, action = ARGV[3], ARGV[4]
 local ok, value = pcall(redis.call, 'HGET', records, id)
@@ -195,5 +224,20 @@ c[2] = c[2] - r[2]
 if action == 'c' then c[3] = c[3] + r[2] else c[1] = c[1] + r[2] end
 put(id, r, action, now + keep)
 return reply('ok', c, more, r[2], r[3], r[4])
+""",
+)
+
+# KEYS = state, records, due, adds, names (``keys.StockKeys``)  ARGV[1] the stock's name
+# Removes the stock's keys and its entry in the listing, in one step.
+# Reply: {"ok" (it existed) or "none", 0, 0, 0, 0, 0}; "corrupt" (nothing removed) when names
+# is not a sorted set.
+DELETE = _script(
+    "stock_delete",
+    """
+local ok = pcall(redis.call, 'ZSCORE', KEYS[5], ARGV[1])
+if not ok then return {'corrupt', 0, 0, 0, 0, 0, KEYS[5], ''} end
+local existed = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('ZREM', KEYS[5], ARGV[1])
+return {existed > 0 and 'ok' or 'none', 0, 0, 0, 0, 0}
 """,
 )

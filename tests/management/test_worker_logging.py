@@ -1,5 +1,5 @@
-"""``run_queue_worker -v N``: what each verbosity shows, and nothing added when the project's
-LOGGING already handles the app's records."""
+"""``run_queue_worker -v N``: what each verbosity shows, nothing added when the project's
+LOGGING already handles the app's records, and each record printed once at ``-v 3``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,16 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from io import StringIO
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from django_redislock import get_queue
 from django_redislock.management.worker_logging import worker_logging
+
+from ..conftest import Backend
+from .test_worker_output import MANAGE, command, finish
 
 EMITTED = [
     ("django_redislock.worker", logging.WARNING, "a warning"),
@@ -82,3 +88,90 @@ def test_logging_configured_elsewhere_is_left_alone_but_v2_lowers_the_app_level(
         assert shown(2) == ""
     assert "a debug message" in project.getvalue()  # -v 2 lowered the app's level
     assert "a library's debug message" not in project.getvalue()
+
+
+def test_v3_leaves_out_records_a_library_handler_printed_but_not_those_it_filed() -> None:
+    out, elsewhere = StringIO(), StringIO()
+    library = logging.getLogger("acme")
+    with root_handlers(), worker_logging(3, out):
+        printing = logging.StreamHandler(out)  # LOGGING: the library's own console
+        library.addHandler(printing)
+        logging.getLogger("acme.payments").info("printed by the library")
+        library.removeHandler(printing)
+        filing = logging.StreamHandler(elsewhere)  # LOGGING: a file, say
+        library.addHandler(filing)
+        logging.getLogger("acme.payments").info("filed by the library")
+        library.removeHandler(filing)
+    assert out.getvalue().count("printed by the library") == 1
+    assert out.getvalue().count("filed by the library") == 1  # and shown by the worker
+    assert elsewhere.getvalue() == "filed by the library\n"
+
+
+SETTINGS = """
+import json, os
+from tests.settings import *  # noqa
+
+REDISLOCK = json.loads(os.environ["REDISLOCK_TEST_SETTINGS"])
+INSTALLED_APPS = [*INSTALLED_APPS, "paymentsapp"]
+LOGGING_CONFIG = "logging.config.dictConfig"  # Django's default LOGGING, and the project's:
+if os.environ.get("REDISLOCK_TEST_LOGGING"):  # each library logger has its own handler
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"lib": {"format": "LIB %(name)s %(message)s"}},
+        "handlers": {"out": {"class": "logging.StreamHandler", "formatter": "lib",
+                             "stream": "ext://sys.stdout"},
+                     "err": {"class": "logging.StreamHandler", "formatter": "lib"}},
+        "loggers": {"django_tasks": {"handlers": ["out"], "level": "DEBUG"},
+                    "django.tasks": {"handlers": ["out"], "level": "DEBUG"},
+                    "acme": {"handlers": ["err"], "level": "INFO"}},
+    }
+"""
+TASKS = """
+import logging
+try:
+    from django.tasks import task
+except ImportError:
+    from django_tasks import task
+
+@task()
+def charge() -> None:
+    try:
+        raise ConnectionError("gateway down")
+    except ConnectionError:
+        logging.getLogger("acme.payments").exception("gateway refused card 42")
+    raise ValueError("card declined")
+"""
+
+
+@pytest.fixture
+def payments_site(redis_backend: Backend, settings: Any, tmp_path: Path) -> Path:
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {"MAX_ATTEMPTS": 1}}}
+    (tmp_path / "talk_settings.py").write_text(SETTINGS)
+    (tmp_path / "manage.py").write_text(MANAGE)
+    (tmp_path / "paymentsapp").mkdir()
+    (tmp_path / "paymentsapp" / "__init__.py").write_text("")
+    (tmp_path / "paymentsapp" / "tasks.py").write_text(TASKS)
+    return tmp_path
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("project_logging", ["libraries", ""])
+def test_v3_prints_each_record_once_whoever_handles_it(
+    payments_site: Path, settings: Any, project_logging: str
+) -> None:
+    """A library logger with its own StreamHandler that propagates to the root handler the
+    worker adds at -v 3 is printed by its handler only; with no LOGGING, by the worker."""
+    get_queue().enqueue("paymentsapp.tasks.charge", job_id="card-42")
+    out, err, code = finish(command(payments_site, settings, "--burst", "-v", "3",
+                                    logging=project_logging))  # fmt: skip
+    assert code == 0, err
+    lines = [line.strip() for line in (out + err).splitlines()]
+    # The library's record and its traceback, and the Tasks framework's failure with its own.
+    assert sum("gateway refused card 42" in line for line in lines) == 1
+    assert lines.count("ConnectionError: gateway down") == 1
+    assert lines.count("ValueError: card declined") == 1
+    assert lines.count("Traceback (most recent call last):") == 2
+    assert sum("(card-42) failed in" in line for line in lines) == 1  # the worker's own line
+    library = [line for line in lines if "gateway refused card 42" in line]
+    assert library[0].startswith("LIB acme.payments ") == bool(project_logging)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from django_redislock.conf import conf
 from django_redislock.stock.async_stock import AsyncStock
 from django_redislock.stock.core import Stock
-from django_redislock.stock.listing import expiring, stock_names
+from django_redislock.stock.listing import count_stocks, expiring, stock_names
 
 from ..conftest import Backend
 
@@ -46,3 +47,19 @@ def test_expiring_lists_pending_reservations_soonest_first(backend: Backend) -> 
     assert expiring(stock) == [soon, later]
     assert expiring(stock, count=1) == [soon]
     assert expiring(Stock("empty")) == []
+
+
+def test_ten_thousand_stocks_deleted_leave_nothing_behind(backend: Backend) -> None:
+    stocks = [Stock(f"sku:{n}") for n in range(10_000)]
+    for stock in stocks[::2]:
+        stock.add(1)  # an add keeps its request id a while
+    for stock in stocks[1::2]:
+        stock.set(1)
+    assert count_stocks() == 10_000
+    assert stock_names("sku:99", limit=3) == ["sku:99", "sku:990", "sku:9900"]
+    assert stock_names(offset=9_998) == ["sku:9998", "sku:9999"]
+    stocks[0].set(0)  # emptied: still a stock, still listed
+    assert stock_names(limit=1) == ["sku:0"]
+    assert all(stock.delete() for stock in stocks)
+    assert (count_stocks(), stock_names()) == (0, [])
+    assert list(backend.client.scan_iter(match=f"{conf.KEY_PREFIX}:*", count=1000)) == []
