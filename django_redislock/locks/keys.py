@@ -10,7 +10,7 @@ shard's indexes included, shares one hash tag and every script runs on Redis Clu
                              <fencing 0/1>|<pid>|<host>"; a waiter whose deadline (server
                              clock) passed is dead, and dropped when met. The hash expires
                              no sooner than its latest deadline.
-    base f:<name>    string  the last fence handed out (never expires)
+    base f:<name>    string  the last fence handed out (expires a minute after it)
     base w:<token>   list    a waiter's wake-up: whoever hands the lock to it pushes the fence
                              there with ``scripts.WAKE``
     base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN

@@ -22,7 +22,9 @@ local function next_fence(counter)
   local ok, last = pcall(redis.call, 'GET', counter)  -- not a string: as if lost
   local f = math.max((ok and tonumber(last or '0') or 0) + 1, clock_us())
   local text = string.format('%.0f', f)
-  redis.call('SET', counter, text)
+  -- Kept a minute after the last grant: by then the clock floor is above every fence handed
+  -- out, so names no longer used leave no counter behind.
+  redis.call('SET', counter, text, 'PX', 60000)
   return text, f
 end
 """

@@ -18,7 +18,7 @@ from django.test import Client
 from django_redislock import Lock, Semaphore, Stock, get_queue, get_redis
 from django_redislock.locks.keys import index_keys, lock_keys, shard_base
 from django_redislock.queue.core import Queue
-from django_redislock.stock.keys import names_key
+from django_redislock.stock.keys import names_keys
 
 from ..conftest import Backend, _configure
 from .test_admin import QUEUES, dead_job, html, rows, url
@@ -136,7 +136,7 @@ def test_a_planted_stock_name_is_set_aside_and_the_others_show(
 ) -> None:
     for good in ["a-good", "z-good"]:
         Stock(good).set(7)
-    get_redis().zadd(names_key(), {name: 0})
+    get_redis().zadd(names_keys()[0], {name: 0})
     page = clean(admin_client.get(url("stocks")))
     assert rows(admin_client.get(url("stocks")), "stocks") == 3
     assert ("Not a valid name" in page) is (name not in VALID)

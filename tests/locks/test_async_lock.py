@@ -208,7 +208,9 @@ def cancel_after(monkeypatch: Any, nth: int) -> list[str]:
 
     monkeypatch.setattr(module, "run_script", wrap(real_run, lambda a: a[1].name))
     monkeypatch.setattr(module, "call", wrap(real_call, lambda a: a[1]))
-    monkeypatch.setattr(waiting, "aio_call", module.call)  # the wait loop's BLPOP
+    # The wait loop's BLPOP (or its wait on the wake-up listener).
+    real_wait = waiting.aio_wait_for_push
+    monkeypatch.setattr(waiting, "aio_wait_for_push", wrap(real_wait, lambda a: "BLPOP"))
     return seen
 
 
