@@ -23,28 +23,9 @@ from .actions import RELEASE
 from .job_pages import STATES
 from .paging import paginate
 from .rendering import Rendering, can, corrupt, seconds_since
-from .shown import NOT_TEXT, shown_name
+from .shown import shown_name
 
 logger = logging.getLogger("django_redislock.admin")
-
-
-def _stock_names(prefix: str, offset: int, limit: int) -> list[str]:
-    """``stock_names``; or, when a name among them is no UTF-8 (which it cannot decode), the
-    names one by one, that one as U+FFFD (shown as unreadable, the others as they are)."""
-    try:
-        return stock_names(prefix, offset, limit)
-    except UnicodeDecodeError:
-        pass
-    names = []
-    for at in range(offset, offset + limit):
-        try:
-            found = stock_names(prefix, at, 1)
-        except UnicodeDecodeError:
-            found = [NOT_TEXT]
-        if not found:
-            break
-        names.extend(found)
-    return names
 
 
 class Pages(Rendering):
@@ -95,7 +76,7 @@ class Pages(Rendering):
         def load() -> dict[str, Any]:
             total = count_stocks(prefix)
             names, pager = paginate(
-                request, lambda offset, limit: (_stock_names(prefix, offset, limit), total), total
+                request, lambda offset, limit: (stock_names(prefix, offset, limit), total), total
             )
             rows: list[dict[str, Any]] = []
             now = time.time()

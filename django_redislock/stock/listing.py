@@ -42,7 +42,8 @@ def count_stocks(prefix: str = "", using: str | None = None) -> int:
 
 
 def _text(name: Any) -> str:
-    return name.decode() if isinstance(name, bytes) else str(name)
+    # A name planted in the listing that is no UTF-8 reads with U+FFFD (shown as such).
+    return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
 
 
 def _bounds(prefix: str) -> tuple[str, str]:
