@@ -50,7 +50,7 @@ def test_remaining_and_times_follow_the_hits() -> None:
     limit.hit(2)
     state = limit.peek()
     assert (state.remaining, state.retry_after) == (1, 0)
-    assert 59 < state.reset_after <= 60  # the newest pass leaves the window in a minute
+    assert 50 < state.reset_after <= 60  # the newest pass leaves the window in a minute
     limit.hit()
     full = limit.peek()
     assert full.remaining == 0
@@ -102,8 +102,7 @@ def test_hit_report_says_what_is_left_after_it() -> None:
     limit = RateLimit("report", rate="3/m")
     first = limit.hit(report=True)
     assert (first.allowed, first.remaining) == (True, 2)
-    assert first.reset_after is not None
-    assert 59 < first.reset_after <= 60
+    assert first.reset_after == 60  # read in the same script as the pass: exactly
     assert limit.hit(2, report=True).remaining == 0
     refused = limit.hit(report=True)
     assert (refused.allowed, refused.remaining) == (False, 0)
@@ -128,7 +127,7 @@ def test_async_peek() -> None:
         assert await limit.hit()
         state = await limit.peek()
         assert (state.limit, state.remaining) == (2, 1)
-        assert 59 < state.reset_after <= 60
+        assert 50 < state.reset_after <= 60
         reported = await limit.hit(report=True)
         assert reported.remaining == 0
         assert (await limit.peek()).retry_after > 0
