@@ -63,6 +63,8 @@ class ViewGuard:
 
     decorator = "@redis_locked"
     what = "lock name"
+    # The rules a name must follow, and how an error names it ("Lock name ...").
+    validate_name: Callable[[Any], str] = staticmethod(validate_name)
 
     def __init__(
         self,
@@ -72,6 +74,7 @@ class ViewGuard:
         on_redis_error: str | None,
         anonymous: str | None,
         using: str | None,
+        ip_masks: tuple[int, int] = (32, 64),
     ) -> None:
         self.view = view
         self.view_name = name_of(view)
@@ -82,7 +85,7 @@ class ViewGuard:
         if isinstance(key, str):
             self.template = KeyTemplate(
                 key, view, self.view_name, decorator=self.decorator, what=self.what,
-                anonymous=anonymous or "deny",
+                anonymous=anonymous or "deny", validate=self.validate_name, ip_masks=ip_masks,
             )  # fmt: skip
         self.needs_user = self.template is not None and self.template.reads_user
 
@@ -118,7 +121,7 @@ class ViewGuard:
             return self.template.fill(request, args, kwargs)
         name = self.key(request, *args, **kwargs)  # type: ignore[operator]
         try:
-            return validate_name(name)
+            return self.validate_name(name)
         except ValueError as exc:
             logger.error(
                 "%s: the key callable made an illegal %s from this request (%s); answered 400.",

@@ -6,7 +6,8 @@ A template that reads ``request.user`` never puts anonymous visitors under one k
 accident (``{request.user.pk}`` is "None" for all of them): the decorator's ``anonymous``
 option says what they get. ``"deny"`` (the default) refuses them (``KeyRefused``, answered
 403); ``"ip"`` keys each by its address (``REMOTE_ADDR``; IPv6 by its /64 network, which one
-client easily owns whole); ``"shared"`` puts them all under one key, on purpose. The
+client easily owns whole; ``@redis_rate_limited`` takes ``ipv4_mask``/``ipv6_mask`` to
+group wider); ``"shared"`` puts them all under one key, on purpose. The
 replacement starts with "!", which no %-encoded value contains, so it never equals a
 user's key."""
 
@@ -104,8 +105,12 @@ class KeyTemplate:
         decorator: str = "@redis_locked",
         what: str = "lock name",
         anonymous: str = "deny",
+        validate: Callable[[Any], str] = validate_name,
+        ip_masks: tuple[int, int] = (32, 64),
     ) -> None:
         self.template = template
+        self.validate = validate
+        self.ip_masks = ip_masks
         self.view = view
         self.where = f"{decorator} on {view_name}"
         self.what = what
@@ -131,7 +136,7 @@ class KeyTemplate:
         anything: Any = _Anything()
         sample = string.Formatter().vformat(template, anything, anything)
         try:
-            validate_name(sample)
+            self.validate(sample)
         except (TypeError, ValueError) as exc:
             raise ImproperlyConfigured(
                 f"{self.where}: the key {template!r} cannot make a {self.what}: {exc}"
@@ -174,7 +179,7 @@ class KeyTemplate:
         if self.anonymous == "shared":
             return "!anonymous"
         if self.anonymous == "ip":
-            network = client_network(request.META.get("REMOTE_ADDR"))
+            network = client_network(request.META.get("REMOTE_ADDR"), *self.ip_masks)
             if network is not None:
                 return f"!ip:{quote(network, safe=_NAME_SAFE)}"
             logger.warning(
@@ -186,15 +191,31 @@ class KeyTemplate:
         raise refuse_anonymous()
 
 
-def client_network(address: Any) -> str | None:
-    """The client's address as it keys anonymous users: an IPv4 address, or the /64 network
-    of an IPv6 one; None when ``address`` is not an IP address."""
+def client_network(address: Any, ipv4_mask: int = 32, ipv6_mask: int = 64) -> str | None:
+    """The client's address as it keys anonymous users: its IPv4 network of ``ipv4_mask``
+    bits (a /32 is the address itself), or its IPv6 network of ``ipv6_mask`` bits (a /64
+    by default, which one client easily owns whole); None when ``address`` is not an IP
+    address."""
     try:
         ip = ipaddress.ip_address(str(address or "").split("%")[0])
     except ValueError:
         return None
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
+        if ip.ipv4_mapped is None:
+            return _network(ip, ipv6_mask, 128)
+        ip = ip.ipv4_mapped
+    return _network(ip, ipv4_mask, 32)
+
+
+def _network(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, mask: int, bits: int) -> str:
+    return str(ip) if mask == bits else str(ipaddress.ip_network(f"{ip}/{mask}", strict=False))
+
+
+def validate_ip_masks(ipv4_mask: Any, ipv6_mask: Any) -> tuple[int, int]:
+    """The prefix lengths that group anonymous clients by network: 0-32 and 0-128 bits."""
+    for argument, mask, bits in (("ipv4_mask", ipv4_mask, 32), ("ipv6_mask", ipv6_mask, 128)):
+        if not isinstance(mask, int) or isinstance(mask, bool):
+            raise TypeError(f"{argument} must be a prefix length (int), not {type(mask).__name__}.")
+        if not 0 <= mask <= bits:
+            raise ValueError(f"{argument} must be from 0 to {bits} bits, not {mask}.")
+    return ipv4_mask, ipv6_mask

@@ -213,6 +213,8 @@ def exercise_ratelimit() -> None:
     assert [bool(RateLimit("m-rate", rate="2/m").hit()) for _ in range(3)] == [True, True, False]
     spaced = RateLimit("m-rate", rate="3/m", burst=1)  # its GCRA too
     assert [bool(spaced.hit()) for _ in range(2)] == [True, False]
+    assert spaced.peek().remaining == 0
+    assert spaced.hit(report=True).remaining == 0
     assert asyncio.run(AsyncRateLimit("m-rate", rate="5/m").hit())
 
 

@@ -2,7 +2,15 @@
 views. Each hit is one atomic script on the Redis server's clock."""
 
 from .decorator import redis_rate_limited
-from .limiter import AsyncRateLimit, Hit, RateLimit
+from .limiter import AsyncRateLimit, Hit, RateLimit, RateLimitState
 from .rate import Rate, parse_rate
 
-__all__ = ["AsyncRateLimit", "Hit", "Rate", "RateLimit", "parse_rate", "redis_rate_limited"]
+__all__ = [
+    "AsyncRateLimit",
+    "Hit",
+    "Rate",
+    "RateLimit",
+    "RateLimitState",
+    "parse_rate",
+    "redis_rate_limited",
+]

@@ -49,3 +49,19 @@ class Model:
         """Assert that every hit got what the model gives at its time, in order."""
         for i, hit in enumerate(seen):
             assert (hit.allowed, hit.wait) == self.hit(hit.now, n), (i, hit)
+
+    def state(self, now: int) -> tuple[int, int, int]:
+        """What is left at ``now``: units free, us until one is, us until all are."""
+        passes = [p for p in self.passes if p + self.period > now]
+        free = self.count - len(passes)
+        one = 0 if free else passes[0] + self.period - now
+        every = passes[-1] + self.period - now if passes else 0
+        if self.burst < self.count:
+            interval = Fraction(self.period, self.count)
+            debt = max(self.tat - now, Fraction(0))
+            spaced = math.floor((self.burst * interval - debt) / interval)
+            free = min(free, max(spaced, 0))
+            if spaced < 1:
+                one = max(one, math.ceil(debt + interval - self.burst * interval))
+            every = max(every, math.ceil(debt))
+        return free, one, every

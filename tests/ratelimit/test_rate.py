@@ -22,6 +22,10 @@ from django_redislock.ratelimit.rate import Rate, parse_rate, validate_burst
         ("10/2s", 10, 2),
         ("1/1s", 1, 1),
         ("10000/1d", 10000, 86400),
+        ("100/10", 100, 10),  # django-ratelimit's unitless period: seconds
+        ("100/10s", 100, 10),
+        ("7/1", 7, 1),
+        ("0/m", 0, 60),  # lets nothing through
     ],
 )
 def test_rates_parse_into_a_count_per_whole_microseconds(
@@ -50,8 +54,13 @@ def test_rates_parse_into_a_count_per_whole_microseconds(
         ("5/1.5m", ValueError, "is not a rate"),
         ("5/m\n", ValueError, "is not a rate"),
         ("\u0665/m", ValueError, "is not a rate"),
-        ("0/m", ValueError, "count must be from 1"),
-        ("10001/d", ValueError, "count must be from 1 to 10000"),
+        ("10001/d", ValueError, "count must be from 0 to 10000"),
+        ("100/0", ValueError, "period must be from 1 s"),
+        ("100/m10", ValueError, "is not a rate"),
+        ("100/10ms", ValueError, "is not a rate"),
+        ((5,), TypeError, "two ints"),
+        ((5, 1.5), TypeError, "two ints"),
+        ((5, 0), ValueError, "period must be from 1 s"),
         ("5/0m", ValueError, "period must be from 1 s"),
         ("5/367d", ValueError, "period must be from 1 s to 366 days"),
         ("10000/7d", ValueError, "too large"),
@@ -64,6 +73,11 @@ def test_bad_rates_are_refused_clearly(rate: Any, error: type[Exception], match:
         RateLimit("k", rate=rate)
 
 
+def test_django_ratelimit_count_and_seconds_pairs() -> None:
+    rate = parse_rate((100, 10))
+    assert (rate.count, rate.period_us, str(rate)) == (100, 10_000_000, "100/10s")
+
+
 def test_burst_defaults_to_the_count_and_stays_within_it() -> None:
     rate = parse_rate("5/m")
     assert validate_burst(None, rate) == 5
@@ -71,6 +85,10 @@ def test_burst_defaults_to_the_count_and_stays_within_it() -> None:
     for bad, error in ((0, ValueError), (6, ValueError), (2.0, TypeError), (True, TypeError)):
         with pytest.raises(error, match="burst"):
             validate_burst(bad, rate)
+    closed = parse_rate("0/m")
+    assert validate_burst(None, closed) == validate_burst(0, closed) == 0
+    with pytest.raises(ValueError, match="burst"):
+        validate_burst(1, closed)
 
 
 def test_keys_are_checked_and_hash_tagged_per_name() -> None:
