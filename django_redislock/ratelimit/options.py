@@ -69,10 +69,24 @@ class Rates:
         return function
 
 
+# django-ratelimit's named keys. Here a string is a template, so each of these would be one
+# fixed name shared by every client: a ported view would limit the whole site at once.
+NAMED_KEYS = {
+    "ip": "a callable such as lambda request, *args, **kwargs: 'ip:' + request.META['REMOTE_ADDR']",
+    "user": "'user:{request.user.pk}'",
+    "user_or_ip": "'user:{request.user.pk}' with anonymous='ip'",
+}
+
+
 def key_function(key: Any, prefix: str | None) -> Any:
     """``key`` as ``ViewGuard`` takes it: a template (prefixed with ``prefix:`` when given)
     or a callable ``(request, *args, **kwargs) -> name``; a ``(group, request)`` callable
     gets its group from ``with_group`` once the view is known."""
+    if isinstance(key, str) and key in NAMED_KEYS:
+        raise ValueError(
+            f"key {key!r} is a django-ratelimit key name; here a key is a template, so it "
+            f"would be one budget for every client. Write {NAMED_KEYS[key]}."
+        )
     if isinstance(key, str) and "{" not in key and DOTTED_PATH.fullmatch(key):
         function = _import(key, "key")
         key = function if function is not None else _LateKey(key)
