@@ -341,6 +341,40 @@ def exercise_queue_corners() -> None:
     queue.purge("dead")
 
 
+def exercise_wakeups() -> None:
+    """Waiters beyond the threads' share of a small pool wait through the process's wake-up
+    listener (its NUDGE), and are woken by the release's hand-off."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from django_redislock.redis.clients import reset_connections
+
+    small = {**settings.REDISLOCK, "MAX_CONNECTIONS": 4}  # threads keep 2 of them
+    with override_settings(REDISLOCK=small):
+        reset_connections()
+        try:
+            holder = Lock("m-wake", ttl=5)
+            assert holder.acquire(0)
+            got: list[bool] = []
+
+            def wait() -> None:
+                lock = Lock("m-wake", ttl=5)
+                got.append(lock.acquire(10))
+                lock.release()
+
+            waiters = []
+            for queued in (1, 2, 3):  # the third at the latest keeps no connection
+                waiters.append(threading.Thread(target=wait))
+                waiters[-1].start()
+                until(lambda n=queued: get_redis().zcard(holder.keys[1]) == n)
+            holder.release()
+            for thread in waiters:
+                thread.join(15)
+            assert got == [True, True, True]
+        finally:
+            reset_connections()
+
+
 def exercise_stocks() -> None:
     stock = Stock("m-stock", remember=0.05)
     stock.set(5)
@@ -365,6 +399,7 @@ def test_every_key_a_script_touches_is_in_its_keys(nodes: list[tuple[str, int]])
         exercise_queue()
         exercise_queue_corners()
         exercise_stocks()
+        exercise_wakeups()
     violations, seen = monitoring.violations(scripts, conf.KEY_PREFIX)
     assert monitoring.stray == 0, "script lines that no EVAL/EVALSHA line accounts for"
     assert seen - set(scripts.values()) == set(), "scripts that are not registered"

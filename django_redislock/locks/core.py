@@ -60,9 +60,10 @@ class LockCore:
         self, token: str, flags: tuple[str, str], register_ms: int, queued: bool
     ) -> tuple[Any, ...]:
         """ARGV of ``ACQUIRE``."""
+        now = now_ms()
         return (
-            token, _keys.OWNER, self.ttl_ms, self.name, now_ms(), *flags, register_ms,
-            "1" if queued else "0",
+            token, _keys.OWNER, self.ttl_ms, self.name, now, *flags, register_ms,
+            "1" if queued else "0", now - _keys.STALE_MARGIN_MS, _keys.PRUNE_BATCH,
         )  # fmt: skip
 
     def _signal_acquired(self, fence: int | None, started: float | None = None) -> None:

@@ -13,7 +13,9 @@ shard's indexes included, shares one hash tag and every script runs on Redis Clu
     base f:<name>    string  the last fence handed out (expires a minute after it)
     base w:<token>   list    a waiter's wake-up: whoever hands the lock to it pushes the fence
                              there with ``scripts.WAKE``
-    base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN
+    base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN;
+                             an entry whose lock ended unreleased leaves it with the next
+                             acquire on the shard or the next listing, once stale
     base names       zset    lock name -> 0, so ordered by name: prefix search by lex range
     base names:swept string  the expiry up to which ended locks left ``names`` (``scripts.SWEEP``)
 """
@@ -29,6 +31,11 @@ from typing import Any, NamedTuple
 from ..conf import conf
 
 MAX_NAME_LENGTH = 200
+# Index entries whose expiry passed this long ago are deleted (by an acquire, up to
+# ``PRUNE_BATCH`` at a time, and by the listing). The margin keeps an entry whose writer's
+# clock ran a little behind until its lock has surely expired.
+STALE_MARGIN_MS = 60_000
+PRUNE_BATCH = 16
 
 
 def validate_name(name: Any, what: str = "Lock") -> str:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from ..exceptions import RedisUnavailable
 from ..redis.clients import UNAVAILABLE, get_redis
 from .keys import (
+    STALE_MARGIN_MS,
     LockValue,
     index_keys,
     lock_base,
@@ -31,9 +32,6 @@ from .keys import (
 from .name_search import DEEP_OFFSET, by_name
 from .scripts import SWEEP
 
-# Index entries whose expiry passed this long ago are deleted. The margin keeps an entry
-# whose writer's clock ran a little behind until its lock has surely expired.
-STALE_MARGIN_MS = 60_000
 # Entries one SWEEP call handles at most, and calls per listing: a bigger backlog (a crowd
 # of locks that ended unreleased since the last listing) is left to the next listings.
 SWEEP_BATCH = 5000

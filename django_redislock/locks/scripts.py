@@ -59,6 +59,7 @@ end
 # ARGV[5] now ms  ARGV[6] fair "0"/"1"  ARGV[7] fencing "0"/"1"
 # ARGV[8] waiter registration ms (0: try once, do not queue)
 # ARGV[9] "1" when this caller queued before (so its registration must be cleaned up)
+# ARGV[10] ms before which an index entry is stale  ARGV[11] how many stale entries to drop
 # Reply: an integer >= 0 when the caller now holds the lock (its fence; 0 without fencing),
 #        or {pttl} when the lock is busy (the caller is queued when ARGV[8] > 0), then the
 #        hand-off to another waiter that this call made, if any (see above).
@@ -82,6 +83,12 @@ local function take()
   end
   redis.call('ZADD', index, now + tonumber(ttl), name)
   redis.call('ZADD', names, 0, name)
+  -- Entries of locks that ended unreleased long ago leave both indexes, a few at a time.
+  local stale = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. ARGV[10], 'LIMIT', 0, ARGV[11])
+  if #stale > 0 then
+    redis.call('ZREM', index, unpack(stale))
+    redis.call('ZREM', names, unpack(stale))
+  end
   if ARGV[9] == '1' then
     redis.call('ZREM', waiters, tok)
     redis.call('HDEL', regs, tok)

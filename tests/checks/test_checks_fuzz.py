@@ -48,6 +48,7 @@ VALID_KEYS = {
     ("LOCK_TIMEOUT", "inf"),
     ("LOCK_RETRY_DELAY", "int"),
     ("LOCK_SHARDS", "int"),
+    ("MAX_CONNECTIONS", "int"),
     ("REDLOCK_NODES", "empty list"),
     ("METRICS", "True"),
     ("METRICS", "False"),

@@ -245,3 +245,27 @@ def test_lock_shards_spread_locks_over_that_many_shards_and_all_are_listed(
         for lock in locks:
             lock.release()
     assert list_locks().total == 0
+
+
+def test_acquires_drop_entries_of_locks_that_ended_unreleased_without_a_listing(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Per-user names whose holders died leave the indexes even where nobody opens the admin
+    # (issue 24): each acquire drops a few stale entries of its shard.
+    from django_redislock.locks import keys
+
+    base = Lock("crashed:0").base
+    crashed = [n for i in range(2000) if Lock(n := f"crashed:{i}").base == base][:40]
+    for name in crashed:
+        Lock(name, ttl=0.05).acquire(0)
+    time.sleep(0.15)
+    assert all(indexed(backend, name) == (True, True) for name in crashed)
+    monkeypatch.setattr(keys, "STALE_MARGIN_MS", 0)
+    live = next(n for i in range(999) if Lock(n := f"live:{i}").base == base)
+    with Lock(live, ttl=5):
+        pass
+    assert sum(indexed(backend, name) == (False, False) for name in crashed) == 16
+    for _ in range(2):  # 16 at a time
+        with Lock(live, ttl=5):
+            pass
+    assert [name for name in crashed if indexed(backend, name) != (False, False)] == []

@@ -391,17 +391,15 @@ def test_a_waiter_interrupted_while_waiting_leaves_the_queue(backend, monkeypatc
 
     holder = Lock("interrupted", ttl=30)
     holder.acquire()
-    real_call = locks.call
+    real_wait = locks.wait_for_push
 
     def failing_blpop(client: Any, *args: Any) -> Any:
-        if args[0] == "BLPOP":
-            raise RedisUnavailable("connection lost while blocked")
-        return real_call(client, *args)
+        raise RedisUnavailable("connection lost while blocked")
 
-    monkeypatch.setattr(locks, "call", failing_blpop)
+    monkeypatch.setattr(locks, "wait_for_push", failing_blpop)
     with pytest.raises(RedisUnavailable):
         Lock("interrupted", ttl=30).acquire(5)
-    monkeypatch.setattr(locks, "call", real_call)
+    monkeypatch.setattr(locks, "wait_for_push", real_wait)
     assert waiters_of(backend, holder) == 0
     holder.release()
     assert not holder.locked(), "the lock must not go to a waiter that left"
