@@ -28,6 +28,10 @@ from .shown import shown_name
 logger = logging.getLogger("django_redislock.admin")
 
 
+def _semaphore_name(name: str) -> str:
+    return validate_name(name, "Semaphore")
+
+
 class Pages(Rendering):
     def queues_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
@@ -105,7 +109,7 @@ class Pages(Rendering):
             can_release = can(request, RELEASE)
             rows = []
             for info in semaphores:
-                shown = shown_name(info.name, validate_name)
+                shown = shown_name(info.name, _semaphore_name)
                 release = can_release and info.held and shown.valid and not info.problem
                 url = self._confirm(request, "release_semaphore", name=info.name) if release else ""
                 rows.append((info, shown, url))
