@@ -1,0 +1,121 @@
+"""What stays in Redis once names are no longer used (issue 24, point 3): after 10,000
+distinct names of every kind (locks released and lapsed, fenced locks, semaphores released
+and lapsed, stocks set and deleted, rate limits, finished jobs) are done with, a sweep of
+the whole keyspace finds only what the README says stays: fence counters for a minute, one
+sweep marker per lock shard, a queue's arrival counter and wake-up list.
+
+The upkeep the README names runs meanwhile: the admin's listings, and further jobs finishing
+(each trims the finished-job index). ``STALE_MARGIN_MS`` is set to 0 so that entries of locks
+that ended unreleased go at once rather than a minute later (the margin covers clock skew
+between hosts, not tested here)."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from django_redislock import Lock, Semaphore, Stock, get_queue
+from django_redislock.locks import keys as lock_keys
+from django_redislock.locks import listing
+from django_redislock.locks.listing import list_locks
+from django_redislock.locks.semaphore_listing import list_semaphores
+from django_redislock.ratelimit.limiter import RateLimit
+from django_redislock.redis.clients import get_redis
+
+from .conftest import Backend
+
+pytestmark = pytest.mark.django_db
+
+NAMES = {"fakeredis": 1_000, "redis": 10_000, "cluster": 2_000}
+FENCE_KEEP_MS = 60_000
+
+
+def what_stays(key: str, kind: str, pttl: int) -> str | None:
+    """The README's name for ``key`` if it may stay, else None."""
+    rules = [
+        (r":\{L\d+\}:s?f:", "string", "a fence counter, for a minute"),
+        (r":\{L\d+\}:names:swept$", "string", "a lock shard's sweep marker"),
+        (r":\{Q:default\}:seq$", "string", "the queue's arrival counter"),
+        (r":\{Q:default\}:wake$", "list", "the queue's wake-up list"),
+        (r":\{Q:default\}:result:", "hash", "a finished job, for RESULT_TTL"),
+        (r":\{Q:default\}:done$", "zset", "the finished jobs' index"),
+    ]
+    for pattern, wanted, label in rules:
+        if re.search(pattern, key) and kind == wanted:
+            if "fence" in label and not 0 < pttl <= FENCE_KEEP_MS:
+                return None
+            if "RESULT_TTL" in label and pttl <= 0:
+                return None
+            return label
+    return None
+
+
+def left_over(client: Any) -> dict[str, str]:
+    """Every key that may not stay, with its type."""
+    found: dict[str, str] = {}
+    nodes = client.get_primaries() if hasattr(client, "get_primaries") else [None]
+    for node in nodes:
+        conn = client if node is None else client.get_redis_connection(node)
+        for raw in conn.scan_iter(count=1000):
+            key = raw.decode()
+            kind = conn.type(key).decode()
+            if kind != "none" and what_stays(key, kind, conn.pttl(key)) is None:
+                found[key] = kind
+    return found
+
+
+def use_every_kind(count: int) -> None:
+    queue = get_queue("default")
+    for i in range(count):
+        with Lock(f"released:{i}", ttl=5):
+            pass
+        with Lock(f"fenced:{i}", ttl=5, fencing=True):
+            pass
+        assert Lock(f"crashed:{i}", ttl=0.05).acquire(0)  # its holder never releases
+        with Semaphore(f"export:{i}", limit=2, ttl=5):
+            pass
+        assert Semaphore(f"left:{i}", limit=2, ttl=0.05).acquire(0)
+        assert RateLimit(f"points:{i}", rate="5/s").hit()
+        stock = Stock(f"sale:{i}")
+        stock.set(3)
+        stock.add(1)
+        assert stock.delete()
+        queue.enqueue("tests.tasks.record", args=[i], job_id=f"job:{i}")
+        if i % 500 == 499:
+            for job in queue.pop(500, worker="w"):
+                queue.ack(job)
+    for job in queue.pop(count, worker="w"):
+        queue.ack(job)
+
+
+def upkeep(round_: int) -> None:
+    """What runs anyway on a live site: the admin's listings, and jobs finishing."""
+    list_locks()
+    list_semaphores()
+    queue = get_queue("default")
+    queue.enqueue("tests.tasks.record", args=[0], job_id=f"later:{round_}")
+    for job in queue.pop(1, worker="w"):
+        queue.ack(job)
+
+
+def test_names_no_longer_used_leave_only_what_the_readme_says(
+    backend: Backend, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lock_keys, "STALE_MARGIN_MS", 0)
+    monkeypatch.setattr(listing, "STALE_MARGIN_MS", 0)
+    queues = {"default": {"RESULT_TTL": 1}}
+    with override_settings(REDISLOCK={**settings.REDISLOCK, "QUEUES": queues}):
+        use_every_kind(NAMES[backend.kind])
+        client = get_redis()
+        deadline = time.monotonic() + 60
+        round_ = 0
+        while (found := left_over(client)) and time.monotonic() < deadline:
+            upkeep(round_)
+            round_ += 1
+            time.sleep(0.2)
+        sample = dict(list(found.items())[:20])
+        assert found == {}, f"{len(found)} keys stay that the README does not name: {sample}"
