@@ -127,10 +127,13 @@ async def async_with_connection(client: Any, command: Callable[[], Awaitable[T]]
     """``with_connection`` for an asyncio client."""
     gate = _async_gate(client)
     deadline = time.monotonic() + CONNECTION_WAIT
-    try:
-        await asyncio.wait_for(gate.acquire(), CONNECTION_WAIT)
-    except asyncio.TimeoutError:
-        raise _too_long(client) from None
+    if gate.locked():
+        try:
+            await asyncio.wait_for(gate.acquire(), CONNECTION_WAIT)
+        except asyncio.TimeoutError:
+            raise _too_long(client) from None
+    else:
+        await gate.acquire()  # at once: no task for wait_for to make
     try:
         pause = 0.001
         while True:
