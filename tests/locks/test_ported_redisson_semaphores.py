@@ -39,20 +39,11 @@ from django_redislock.locks.async_semaphore import AsyncSemaphore
 from django_redislock.locks.keys import text
 from django_redislock.locks.semaphore import Semaphore
 from django_redislock.locks.semaphore_listing import list_semaphores
+from tests.locks.test_semaphore import queued
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 COUNTER = "test:{ported}:counter"  # read and written unatomically: only exclusion keeps it
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
-
-
-def queued(backend: Any, name: str) -> int:
-    return int(backend.client.zcard(Semaphore(name, limit=1).layout.waiters))
 
 
 class Holder(threading.Thread):

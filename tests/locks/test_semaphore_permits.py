@@ -16,6 +16,8 @@ import pytest
 
 from django_redislock.locks.async_semaphore import AsyncSemaphore
 from django_redislock.locks.semaphore import Semaphore
+from tests.locks.test_semaphore import queued
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,17 +26,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def no_fallback(backend: Any, settings: Any) -> Any:
     settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 60}
     return backend
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
-
-
-def queued(backend: Any, name: str) -> int:
-    return int(backend.client.zcard(Semaphore(name, limit=1).layout.waiters))
 
 
 class Waiter(threading.Thread):

@@ -23,14 +23,13 @@ What does not apply, and why:
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit, RateLimitState
-from django_redislock.redis.clients import get_redis
+from tests.support.waiting import server_now, wait_for
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -68,18 +67,6 @@ def twin(request: pytest.FixtureRequest) -> Iterator[Twin]:
     yield driver
     if driver.loop is not None:
         driver.loop.close()
-
-
-def server_now() -> float:
-    seconds, micros = get_redis().time()
-    return float(seconds) + micros / 1_000_000
-
-
-def wait_for(condition: Any, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never came"
-        time.sleep(0.005)
 
 
 def test_a_full_window_refuses_and_says_when_it_frees(twin: Twin) -> None:

@@ -21,28 +21,16 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 import pytest
 
 from django_redislock.ratelimit.limiter import RateLimit
 from django_redislock.redis.clients import get_redis
 from tests.conftest import Backend
+from tests.support.waiting import server_now, wait_for
 
 from .model import Model, Seen
 from .test_limiter import hit
-
-
-def server_now() -> float:
-    seconds, micros = get_redis().time()
-    return float(seconds) + micros / 1_000_000
-
-
-def wait_for(condition: Any, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never came"
-        time.sleep(0.005)
 
 
 @pytest.mark.usefixtures("backend")
