@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .conf import ON_REDIS_ERROR_CHOICES, conf
 from .exceptions import RedisUnavailable
-from .locks.keys import validate_name
+from .names import validate_name
 from .view_keys import ANONYMOUS_CHOICES, KeyRefused, KeyTemplate
 
 logger = logging.getLogger(__name__)

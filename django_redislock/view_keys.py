@@ -26,7 +26,7 @@ from urllib.parse import quote
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
-from .locks.keys import MAX_NAME_LENGTH, validate_name
+from .names import MAX_NAME_LENGTH, validate_name
 
 logger = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from django.utils.timezone import localtime
 
 from ..conf import conf
 from ..exceptions import JobNotFound
-from ..locks.keys import validate_name
 from ..locks.listing import describe_lock
 from ..locks.lock import Lock
 from ..locks.semaphore import Semaphore
+from ..names import validate_name
 from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import LISTED_STATES, JobState
 from ..templatetags.redislock_admin import duration

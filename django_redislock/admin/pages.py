@@ -12,9 +12,9 @@ from django.http import HttpRequest, HttpResponse
 
 from ..conf import conf
 from ..exceptions import StockError
-from ..locks.keys import validate_name
 from ..locks.listing import list_locks
 from ..locks.semaphore_listing import list_semaphores
+from ..names import validate_name
 from ..queue.core import get_queue
 from ..queue.registry import live_workers
 from ..stock.core import Stock

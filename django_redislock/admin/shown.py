@@ -45,7 +45,7 @@ def _visible(char: str) -> str:
 
 def shown_name(value: Any, check: Callable[[str], Any] | None = None) -> ShownName:
     """``value`` (bytes or str, as read from Redis) as a page shows it. ``check`` is the
-    validation a name of its kind passes (e.g. ``locks.keys.validate_name``): what it raises
+    validation a name of its kind passes (e.g. ``names.validate_name``): what it raises
     (TypeError/ValueError) becomes the ``problem``."""
     if isinstance(value, bytes):
         try:

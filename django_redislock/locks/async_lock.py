@@ -22,7 +22,7 @@ from ..redis.aio import call, run_script
 from ..redis.scripts import LuaScript
 from . import renewer as _renewer
 from .base import Hold
-from .core import now_ms
+from .options import now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, WAKE
 from .waiting import AsyncWaiting
 from .waiting import _task as _task  # decorators.py imports it from here

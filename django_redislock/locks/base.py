@@ -15,8 +15,8 @@ from ..redis.clients import UNAVAILABLE, is_cluster, run_script
 from ..redis.scripts import LuaScript
 from . import keys as _keys
 from . import renewer as _renewer
-from .core import LockCore, now_ms
 from .keys import LockKeys, held_by, lock_base, lock_keys, shard_count
+from .options import LockCore, now_ms
 from .scripts import EXTEND, RELEASE, WAKE
 
 logger = logging.getLogger("django_redislock.locks")

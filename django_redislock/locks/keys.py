@@ -1,5 +1,6 @@
-"""Lock names and their validation, the Redis key layout of a lock and its shard, and the
-codec of a lock's value. Nothing else in the package builds a lock's key or reads its value.
+"""The Redis key layout of a lock and its shard, and the codec of a lock's value (its name
+follows ``names.validate_name``). Nothing else in the package builds a lock's key or reads
+its value.
 
 Key layout of one lock (``base`` = ``<prefix>:{L<shard>}:``, so every key of a lock, its
 shard's indexes included, shares one hash tag and every script runs on Redis Cluster):
@@ -22,7 +23,6 @@ shard's indexes included, shares one hash tag and every script runs on Redis Clu
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import zlib
@@ -30,47 +30,11 @@ from typing import Any, NamedTuple
 
 from ..conf import conf
 
-MAX_NAME_LENGTH = 200
 # Index entries whose expiry passed this long ago are deleted (by an acquire, up to
 # ``PRUNE_BATCH`` at a time, and by the listing). The margin keeps an entry whose writer's
 # clock ran a little behind until its lock has surely expired.
 STALE_MARGIN_MS = 60_000
 PRUNE_BATCH = 16
-
-
-def validate_name(name: Any, what: str = "Lock") -> str:
-    """``name`` if it is usable as the name of a ``what`` (a lock, or a stock: the same
-    rules), else a TypeError/ValueError saying why."""
-    if not isinstance(name, str):
-        raise TypeError(f"{what} name must be a str, not {type(name).__name__}.")
-    if not name:
-        raise ValueError(f"{what} name must not be empty.")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ValueError(
-            f"{what} name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}."
-        )
-    if "{" in name or "}" in name:
-        raise ValueError(
-            f"{what} name {name!r} contains a brace; braces would change the Redis Cluster "
-            "hash tag of its keys."
-        )
-    if not name.isprintable() or any(c.isspace() for c in name):
-        raise ValueError(
-            f"{what} name {name!r} contains whitespace or control characters; use e.g. ':' "
-            "or '-' to separate its parts."
-        )
-    return name
-
-
-def validate_seconds(value: Any, argument: str, *, allow_zero: bool, allow_inf: bool) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TypeError(f"{argument} must be a number of seconds, not {type(value).__name__}.")
-    if math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{argument} must be {bound}, not {value!r}.")
-    if math.isinf(value) and not allow_inf:
-        raise ValueError(f"{argument} must be finite, not {value!r}.")
-    return float(value)
 
 
 def shard_count(client: Any) -> int:

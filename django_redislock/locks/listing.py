@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from ..exceptions import RedisUnavailable
+from ..names import validate_name
 from ..redis.clients import UNAVAILABLE, get_redis
 from .keys import (
     STALE_MARGIN_MS,
@@ -27,7 +28,6 @@ from .keys import (
     shard_base,
     shard_count,
     text,
-    validate_name,
 )
 from .name_search import DEEP_OFFSET, by_name
 from .scripts import SWEEP

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..redis.clients import call, run_script
 from . import renewer as _renewer
-from .core import SyncContext, now_ms
+from .options import SyncContext, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
 from .waiting import SyncWaiting
 

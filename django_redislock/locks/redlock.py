@@ -31,8 +31,8 @@ from ..redis.clients import URL_SCHEMES
 from ..redis.nodes import UNREACHABLE, fan_out, node_client
 from ..redis.scripts import LuaScript
 from . import keys as _keys
-from .core import SyncContext, now_ms
 from .keys import held_by, lock_base, lock_keys
+from .options import SyncContext, now_ms
 from .scripts import ACQUIRE, EXTEND, RELEASE, WAKE
 
 # Allowance for the nodes' clocks running faster than ours: a share of the TTL, plus 2 ms for

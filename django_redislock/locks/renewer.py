@@ -14,15 +14,34 @@ import time
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..redis.clients import UNAVAILABLE
 from ..signals import lock_abandoned
 
-if TYPE_CHECKING:
-    from .base import Hold, LockBase
-
 logger = logging.getLogger(__name__)
+
+
+class RenewedHold(Protocol):
+    """One owner's hold the renewer keeps alive; flagged ``lost`` when it is given up."""
+
+    lost: bool
+
+
+class Renewable(Protocol):
+    """Something renewable (a lock, a semaphore): the command that extends one of its holds,
+    the client to send it over, and what to do when a hold turns out lost."""
+
+    name: str
+    reentrant: bool
+    lock_ttl: float
+
+    @property
+    def renew_client(self) -> Any: ...
+
+    def renewal(self, hold: Any, now: int) -> tuple[Any, ...]: ...
+
+    def lost(self, hold: Any, where: str) -> None: ...
 
 
 class _Entry:
@@ -30,13 +49,13 @@ class _Entry:
 
     __slots__ = ("cls", "hold", "lock", "name", "owner")
 
-    def __init__(self, lock: LockBase, hold: Hold, owner: Any) -> None:
+    def __init__(self, lock: Renewable, hold: RenewedHold, owner: Any) -> None:
         self.hold = hold
         self.name = lock.name
         self.cls = type(lock)
         # A reentrant hold belongs to its thread (any instance there releases it), so it keeps
         # its instance; any other hold dies with its instance, which alone could release it.
-        self.lock: Callable[[], LockBase | None] = (
+        self.lock: Callable[[], Renewable | None] = (
             (lambda: lock) if lock.reentrant else weakref.ref(lock)
         )
         self.owner = weakref.ref(owner)
@@ -63,7 +82,7 @@ class Renewer:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def add(self, lock: LockBase, hold: Hold, owner: Any) -> None:
+    def add(self, lock: Renewable, hold: RenewedHold, owner: Any) -> None:
         """Keep ``hold`` alive while ``owner`` (a Thread, or an asyncio Task) is alive and,
         unless ``lock`` is reentrant, ``lock`` exists."""
         with self._cond:
@@ -76,7 +95,7 @@ class Renewer:
                 self._thread.start()
             self._cond.notify()
 
-    def discard(self, hold: Hold) -> None:
+    def discard(self, hold: RenewedHold) -> None:
         with self._cond:
             self._entries.pop(id(hold), None)
             self._due.pop(id(hold), None)
@@ -114,7 +133,9 @@ class Renewer:
                     if id(hold) in self._due:
                         self._due[id(hold)] = time.monotonic() + 1.0
 
-    def _take_due(self, now: float) -> tuple[list[tuple[LockBase, Hold]], list[tuple[_Entry, str]]]:
+    def _take_due(
+        self, now: float
+    ) -> tuple[list[tuple[Renewable, RenewedHold]], list[tuple[_Entry, str]]]:
         """The due holds to renew, and the due ones nobody can release any more (dropped)."""
         batch, abandoned = [], []
         for key in [k for k, due in self._due.items() if due <= now]:
@@ -139,8 +160,8 @@ class Renewer:
             if error is not None:
                 logger.error("lock_abandoned receiver %r failed: %r", receiver, error)
 
-    def _renew(self, batch: list[tuple[LockBase, Hold]]) -> None:
-        by_client: dict[int, list[tuple[LockBase, Hold]]] = defaultdict(list)
+    def _renew(self, batch: list[tuple[Renewable, RenewedHold]]) -> None:
+        by_client: dict[int, list[tuple[Renewable, RenewedHold]]] = defaultdict(list)
         for lock, hold in batch:
             by_client[id(lock.renew_client)].append((lock, hold))
         now_ms = int(time.time() * 1000)
@@ -157,7 +178,7 @@ class Renewer:
                 replies = [exc] * len(entries)
             self._settle(entries, replies)
 
-    def _settle(self, entries: list[tuple[LockBase, Hold]], replies: list[Any]) -> None:
+    def _settle(self, entries: list[tuple[Renewable, RenewedHold]], replies: list[Any]) -> None:
         now = time.monotonic()
         for (lock, hold), reply in zip(entries, replies, strict=False):
             with self._cond:

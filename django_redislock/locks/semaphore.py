@@ -10,7 +10,7 @@ from typing import Any
 
 from ..redis.clients import run_script
 from . import renewer as _renewer
-from .core import SyncContext
+from .options import SyncContext
 from .semaphore_base import SemaphoreBase, SemaphoreState, parse_state
 from .semaphore_keys import Permit
 from .semaphore_scripts import ACQUIRE, EXTEND, GIVE_UP, STATE

@@ -16,8 +16,9 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
+from ..names import validate_name
 from ..redis.clients import call, get_redis, run_script
-from .keys import shard_base, shard_count, text, validate_name
+from .keys import shard_base, shard_count, text
 from .semaphore_base import parse_state
 from .semaphore_keys import semaphore_keys
 from .semaphore_scripts import STATE, SWEEP

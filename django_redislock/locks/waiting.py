@@ -15,7 +15,7 @@ from ..redis.aio import get_async_redis
 from ..redis.aio import wait_for_push as aio_wait_for_push
 from ..redis.clients import get_redis, wait_for_push
 from .base import LockBase, logger
-from .core import AsyncContext
+from .options import AsyncContext
 
 
 def _task() -> Any:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..conf import conf
-from ..locks.keys import validate_name
+from ..names import validate_name
 from .rate import Rate
 
 

@@ -7,7 +7,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
-from ..locks.keys import validate_seconds
+from ..names import validate_seconds
 
 # Bounds that keep every count exact in Lua (doubles: integers up to 2^53).
 MAX_UNITS = 10**12  # units in one set, add or reserve

@@ -27,11 +27,12 @@ import zlib
 from typing import Any, NamedTuple
 
 from ..conf import conf
-from ..locks.keys import text, validate_name
+from ..locks.keys import text
+from ..names import validate_name
 
 
 def validate_stock_name(name: Any) -> str:
-    """A stock's name follows the rules of a lock's name (``locks.keys.validate_name``)."""
+    """A stock's name follows the rules of a lock's name (``names.validate_name``)."""
     return validate_name(name, "Stock")
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from django_redislock.locks.keys import validate_name
 from django_redislock.locks.listing import describe_lock
 from django_redislock.locks.lock import Lock
 from django_redislock.management.operating import (
@@ -17,6 +16,7 @@ from django_redislock.management.operating import (
     confirmed,
     seconds,
 )
+from django_redislock.names import validate_name
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
-"""What every lock shares, Redlock included: name, TTL and timeout, the acquire arguments,
-signals and errors, and ``with lock:`` for the blocking ones."""
+"""The options every lock shares, Redlock included (name, TTL and timeout), the acquire
+arguments, signals and errors they make, and ``with lock:`` for the blocking ones."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 from ..conf import conf
 from ..exceptions import LockNotOwned, LockTimeout
+from ..names import validate_name, validate_seconds
 from ..signals import lock_acquired, lock_busy, lock_lost, lock_released
 from . import keys as _keys
-from .keys import validate_name, validate_seconds
 
 logger = logging.getLogger("django_redislock.locks")
 
