@@ -89,7 +89,7 @@ def ours_no_spin(url: str, name: str, ttl: float) -> tuple[Callable[..., bool], 
 def ours_semaphore(
     url: str, name: str, ttl: float
 ) -> tuple[Callable[..., bool], Callable[[], None]]:
-    from django_redislock.locks.semaphore import Semaphore
+    from django_redislock.semaphores.semaphore import Semaphore
 
     semaphore = Semaphore(name, limit=1, ttl=ttl)
 

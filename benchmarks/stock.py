@@ -38,7 +38,7 @@ def pairs(seconds: float, floor: bool = False) -> int:
     client completes in ``seconds``."""
     from django_redislock.redis.clients import get_redis, run_script
     from django_redislock.redis.scripts import _script
-    from django_redislock.stock.core import Stock
+    from django_redislock.stock.stock import Stock
 
     stock, client, trivial = Stock(NAME), get_redis(), _script("one", "return 1")
     keys = stock.keys
@@ -89,7 +89,7 @@ def main() -> None:
     url, server = redis_url()
     setup(url)
     from django_redislock.redis.clients import get_redis
-    from django_redislock.stock.core import Stock
+    from django_redislock.stock.stock import Stock
 
     stock = Stock(NAME)
     stock.delete()

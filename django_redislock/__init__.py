@@ -25,15 +25,15 @@ __all__ = [
 if TYPE_CHECKING:
     from .decorators import redis_locked
     from .locks.async_lock import AsyncLock
-    from .locks.async_semaphore import AsyncSemaphore
     from .locks.lock import Lock
     from .locks.redlock import Redlock
-    from .locks.semaphore import Semaphore
     from .queue.core import get_queue
     from .ratelimit import AsyncRateLimit, RateLimit, redis_rate_limited
     from .redis.clients import get_redis
+    from .semaphores.async_semaphore import AsyncSemaphore
+    from .semaphores.semaphore import Semaphore
     from .stock.async_stock import AsyncStock
-    from .stock.core import Stock
+    from .stock.stock import Stock
 
 _LAZY = {
     "AsyncLock": ".locks.async_lock",
@@ -41,9 +41,9 @@ _LAZY = {
     "RateLimit": ".ratelimit",
     "redis_rate_limited": ".ratelimit",
     "AsyncStock": ".stock.async_stock",
-    "AsyncSemaphore": ".locks.async_semaphore",
-    "Semaphore": ".locks.semaphore",
-    "Stock": ".stock.core",
+    "AsyncSemaphore": ".semaphores.async_semaphore",
+    "Semaphore": ".semaphores.semaphore",
+    "Stock": ".stock.stock",
     "Lock": ".locks.lock",
     "Redlock": ".locks.redlock",
     "get_queue": ".queue.core",

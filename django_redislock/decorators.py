@@ -17,13 +17,13 @@ from . import finalizers
 from .conf import conf
 from .exceptions import RedisLockError
 from .locks.async_lock import AsyncLock, _task
-from .locks.async_semaphore import AsyncSemaphore
 from .locks.base import LockBase
 from .locks.lock import Lock
-from .locks.semaphore import Semaphore
-from .locks.semaphore_keys import validate_limit
 from .names import validate_seconds
 from .ratelimit.decorator import redis_rate_limited
+from .semaphores.async_semaphore import AsyncSemaphore
+from .semaphores.keys import validate_limit
+from .semaphores.semaphore import Semaphore
 from .view_guard import (
     REDIS_ERRORS,
     View,

@@ -22,9 +22,9 @@ from django_redislock import Lock, Semaphore, Stock, get_queue
 from django_redislock.locks import keys as lock_keys
 from django_redislock.locks import listing
 from django_redislock.locks.listing import list_locks
-from django_redislock.locks.semaphore_listing import list_semaphores
 from django_redislock.ratelimit.limiter import RateLimit
 from django_redislock.redis.clients import get_redis
+from django_redislock.semaphores.listing import list_semaphores
 
 from .conftest import Backend
 

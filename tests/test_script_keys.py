@@ -21,18 +21,18 @@ from django.test import Client
 import django_redislock
 from django_redislock import AsyncLock, Lock, Redlock, get_queue, get_redis
 from django_redislock.conf import conf
-from django_redislock.locks.async_semaphore import AsyncSemaphore
 from django_redislock.locks.keys import index_keys, lock_base
 from django_redislock.locks.listing import describe_lock, list_locks
-from django_redislock.locks.semaphore import Semaphore
-from django_redislock.locks.semaphore_listing import list_semaphores
 from django_redislock.queue.schedule import Scheduler
 from django_redislock.queue.scripts import START
 from django_redislock.queue.worker import Worker
 from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit
 from django_redislock.redis.clients import run_script
 from django_redislock.redis.scripts import LuaScript, _script
-from django_redislock.stock.core import Stock
+from django_redislock.semaphores.async_semaphore import AsyncSemaphore
+from django_redislock.semaphores.listing import list_semaphores
+from django_redislock.semaphores.semaphore import Semaphore
+from django_redislock.stock.stock import Stock
 
 from .conftest import Backend
 from .script_monitor import Monitoring, parse, pattern, script_calls

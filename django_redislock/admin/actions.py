@@ -22,10 +22,10 @@ from ..conf import conf
 from ..exceptions import JobNotFound
 from ..locks.listing import describe_lock
 from ..locks.lock import Lock
-from ..locks.semaphore import Semaphore
 from ..names import validate_name
 from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import LISTED_STATES, JobState
+from ..semaphores.semaphore import Semaphore
 from ..templatetags.redislock_admin import duration
 
 VIEW = "django_redislock.view_dashboard"

@@ -13,12 +13,12 @@ from django.http import HttpRequest, HttpResponse
 from ..conf import conf
 from ..exceptions import StockError
 from ..locks.listing import list_locks
-from ..locks.semaphore_listing import list_semaphores
 from ..names import validate_name
 from ..queue.core import get_queue
 from ..queue.registry import live_workers
-from ..stock.core import Stock
+from ..semaphores.listing import list_semaphores
 from ..stock.listing import count_stocks, expiring, stock_names
+from ..stock.stock import Stock
 from .actions import RELEASE
 from .job_pages import STATES
 from .paging import paginate

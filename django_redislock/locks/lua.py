@@ -1,6 +1,6 @@
 """Lua pieces that lock and semaphore scripts share: the server clock and fences, and the
 waiters' queue. Each script that uses one has it in its text (``scripts``,
-``semaphore_scripts``)."""
+``semaphores.scripts``)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..redis import aio
-from .core import Operation, Reservation, StockBase, StockCounts
+from .stock import Operation, Reservation, StockBase, StockCounts
 
 
 class AsyncStock(StockBase):

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..redis.clients import call, get_redis
 from .arguments import epoch
-from .core import Reservation, Stock
 from .keys import names_keys, parse_record
+from .stock import Reservation, Stock
 
 # How many due entries ``expiring`` reads per reservation asked for: finished ones (kept for
 # ``remember``) may come between pending ones when ``remember`` is shorter than their TTLs.

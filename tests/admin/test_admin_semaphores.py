@@ -17,9 +17,9 @@ from django.utils.html import escape
 from django_redislock import Semaphore
 from django_redislock.admin.shown import shown_name
 from django_redislock.locks.keys import shard_base
-from django_redislock.locks.semaphore_keys import semaphore_keys
-from django_redislock.locks.semaphore_listing import list_semaphores
 from django_redislock.names import validate_name
+from django_redislock.semaphores.keys import semaphore_keys
+from django_redislock.semaphores.listing import list_semaphores
 
 from ..conftest import Backend
 from .test_admin import confirm_and_post, html, rows, staff_client, url

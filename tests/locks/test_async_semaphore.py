@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from django_redislock.exceptions import LockError, LockNotOwned, LockTimeout
-from django_redislock.locks.async_semaphore import AsyncSemaphore
-from django_redislock.locks.semaphore import Semaphore
+from django_redislock.semaphores.async_semaphore import AsyncSemaphore
+from django_redislock.semaphores.semaphore import Semaphore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

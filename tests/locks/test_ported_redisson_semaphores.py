@@ -35,10 +35,10 @@ import pytest
 
 from django_redislock import get_redis
 from django_redislock.exceptions import LockNotOwned
-from django_redislock.locks.async_semaphore import AsyncSemaphore
 from django_redislock.locks.keys import text
-from django_redislock.locks.semaphore import Semaphore
-from django_redislock.locks.semaphore_listing import list_semaphores
+from django_redislock.semaphores.async_semaphore import AsyncSemaphore
+from django_redislock.semaphores.listing import list_semaphores
+from django_redislock.semaphores.semaphore import Semaphore
 from tests.locks.test_semaphore import queued
 from tests.support.waiting import wait_for
 

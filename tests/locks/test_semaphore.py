@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from django_redislock.exceptions import LockError, LockNotOwned, LockTimeout, RedisUnavailable
-from django_redislock.locks.semaphore import Semaphore
-from django_redislock.locks.semaphore_keys import MAX_LIMIT
-from django_redislock.locks.semaphore_scripts import ACQUIRE
 from django_redislock.redis.clients import run_script
+from django_redislock.semaphores.keys import MAX_LIMIT
+from django_redislock.semaphores.scripts import ACQUIRE
+from django_redislock.semaphores.semaphore import Semaphore
 from django_redislock.signals import lock_acquired, lock_busy, lock_lost, lock_released
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from django_redislock.locks.async_semaphore import AsyncSemaphore
-from django_redislock.locks.semaphore import Semaphore
+from django_redislock.semaphores.async_semaphore import AsyncSemaphore
+from django_redislock.semaphores.semaphore import Semaphore
 from tests.locks.test_semaphore import queued
 from tests.support.waiting import wait_for
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from django_redislock import get_redis
-from django_redislock.locks.semaphore import Semaphore
+from django_redislock.semaphores.semaphore import Semaphore
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 INSIDE = "test:{sem}:inside"  # holders inside the critical section now

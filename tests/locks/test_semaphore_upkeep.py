@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from django_redislock.locks.keys import text
-from django_redislock.locks.semaphore import Semaphore
-from django_redislock.locks.semaphore_listing import list_semaphores
-from django_redislock.locks.semaphore_scripts import ACQUIRE_SWEEP
+from django_redislock.semaphores.listing import list_semaphores
+from django_redislock.semaphores.scripts import ACQUIRE_SWEEP
+from django_redislock.semaphores.semaphore import Semaphore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ import pytest
 from django_redislock.locks.async_lock import AsyncLock
 from django_redislock.redis import aio
 from django_redislock.stock.async_stock import AsyncStock
-from django_redislock.stock.core import Stock
+from django_redislock.stock.stock import Stock
 
 from ..conftest import Backend
 

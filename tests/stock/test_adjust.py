@@ -13,8 +13,8 @@ import pytest
 from django_redislock.exceptions import StockError
 from django_redislock.redis.clients import get_redis, run_script
 from django_redislock.stock.async_stock import AsyncStock
-from django_redislock.stock.core import ADD_REQUEST_TTL_MS, Stock
 from django_redislock.stock.listing import stock_names
+from django_redislock.stock.stock import ADD_REQUEST_TTL_MS, Stock
 
 from ..conftest import Backend
 from ..script_monitor import NodeMonitor

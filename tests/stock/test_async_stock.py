@@ -10,7 +10,7 @@ import pytest
 
 from django_redislock.exceptions import ReservationError, ReservationExpired, StockError
 from django_redislock.stock.async_stock import AsyncStock
-from django_redislock.stock.core import Stock
+from django_redislock.stock.stock import Stock
 
 from ..conftest import Backend
 

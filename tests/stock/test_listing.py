@@ -6,8 +6,8 @@ import asyncio
 
 from django_redislock.conf import conf
 from django_redislock.stock.async_stock import AsyncStock
-from django_redislock.stock.core import Stock
 from django_redislock.stock.listing import count_stocks, expiring, stock_names
+from django_redislock.stock.stock import Stock
 
 from ..conftest import Backend
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from django_redislock.exceptions import RedisUnavailable, ReservationExpired
-from django_redislock.stock.core import Reservation, Stock
+from django_redislock.stock.stock import Reservation, Stock
 from tests.servers import RedisServer
 
 from ..conftest import Backend, Processes

@@ -16,7 +16,7 @@ from django_redislock.exceptions import (
     StockError,
 )
 from django_redislock.stock.arguments import MAX_TTL, MAX_UNITS
-from django_redislock.stock.core import SWEEP, Stock, StockCounts
+from django_redislock.stock.stock import SWEEP, Stock, StockCounts
 
 from ..conftest import Backend
 

@@ -8,13 +8,13 @@ import time
 from threading import current_thread, get_ident
 from typing import Any
 
+from ..locks import renewer as _renewer
+from ..locks.options import SyncContext
+from ..locks.waiting import SyncWaiting
 from ..redis.clients import run_script
-from . import renewer as _renewer
-from .options import SyncContext
-from .semaphore_base import SemaphoreBase, SemaphoreState, parse_state
-from .semaphore_keys import Permit
-from .semaphore_scripts import ACQUIRE, EXTEND, GIVE_UP, STATE
-from .waiting import SyncWaiting
+from .base import SemaphoreBase, SemaphoreState, parse_state
+from .keys import Permit
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, STATE
 
 
 class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):

@@ -11,13 +11,13 @@ from typing import Any, NamedTuple
 from redis.exceptions import RedisError
 
 from ..exceptions import LockError, RedisUnavailable
+from ..locks import keys as _keys
+from ..locks.base import Hold, LockBase
+from ..locks.keys import lock_base, shard_count
+from ..locks.scripts import WAKE
 from ..redis.clients import run_script
 from ..redis.scripts import LuaScript
-from . import keys as _keys
-from .base import Hold, LockBase
-from .keys import lock_base, shard_count
-from .scripts import WAKE
-from .semaphore_keys import (
+from .keys import (
     Permit,
     SemaphoreKeys,
     parse_permit,
@@ -27,7 +27,7 @@ from .semaphore_keys import (
     validate_limit,
     validate_permits,
 )
-from .semaphore_scripts import EXTEND, RELEASE
+from .scripts import EXTEND, RELEASE
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -107,7 +107,7 @@ class SemaphoreBase(LockBase):
         return self._layout.wake(token)
 
     def _acquire_argv(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
-        """ARGV of ``semaphore_scripts.ACQUIRE``."""
+        """ARGV of ``scripts.ACQUIRE``."""
         return (
             token, f"{self.limit}|{_keys.OWNER}", self.ttl_ms, self.name, self.limit,
             *self._flags, self.registration_ms if register else 0, "1" if queued else "0",

@@ -13,14 +13,14 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from ..exceptions import RedisUnavailable
+from ..locks import renewer as _renewer
+from ..locks.scripts import WAKE
+from ..locks.waiting import AsyncWaiting, _task
 from ..redis.aio import run_script
 from ..redis.scripts import LuaScript
-from . import renewer as _renewer
-from .scripts import WAKE
-from .semaphore_base import SemaphoreBase, SemaphoreState, parse_state
-from .semaphore_keys import Permit
-from .semaphore_scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE
-from .waiting import AsyncWaiting, _task
+from .base import SemaphoreBase, SemaphoreState, parse_state
+from .keys import Permit
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE
 
 
 class AsyncSemaphore(SemaphoreBase, AsyncWaiting):

@@ -1,13 +1,13 @@
-"""Lua pieces the semaphore scripts share (``semaphore_scripts``): the permits of a holder
+"""Lua pieces the semaphore scripts share (``scripts``): the permits of a holder
 and the hand-off of free permits to waiters. Each script that uses one has it in its text."""
 
 from __future__ import annotations
 
-from .lua import CLOCK, WAITERS
+from ..locks.lua import CLOCK, WAITERS
 
 __all__ = ["MEMBERS", "PERMITS"]
 
-# A holder's members of the holders zset (see ``semaphore_scripts``).
+# A holder's members of the holders zset (see ``scripts``).
 MEMBERS = """
 -- How many permits token tok takes: "<hex>*<n>|" n, "<hex>|" one.
 local function wanted(tok)

@@ -1,5 +1,5 @@
 """The Lua scripts of semaphores, one constant each, with what KEYS, ARGV and the reply are.
-Every key a script touches arrives in its KEYS, built by ``semaphore_keys`` (which describes
+Every key a script touches arrives in its KEYS, built by ``keys`` (which describes
 the layout). Permits expire on the server clock; the scripts reclaim expired permits from
 the fixed keys they are given, so a crashed holder's permit comes back after its TTL at most.
 
@@ -23,9 +23,9 @@ lapsed (``sweep``; the listing drops them all, see ``SWEEP``).
 
 from __future__ import annotations
 
+from ..locks.lua import CLOCK
 from ..redis.scripts import _script
-from .lua import CLOCK
-from .semaphore_lua import MEMBERS, PERMITS
+from .lua import MEMBERS, PERMITS
 
 # Index entries of idle semaphores an acquire drops at most (see ``sweep``).
 ACQUIRE_SWEEP = 16

@@ -1,7 +1,7 @@
 """The Redis key layout of a semaphore and the codec of its permits. Nothing else in the
 package builds a semaphore's key or reads a permit.
 
-A semaphore lives in its lock shard (``base`` = ``<prefix>:{L<shard>}:``, see ``keys``), so
+A semaphore lives in its lock shard (``base`` = ``<prefix>:{L<shard>}:``, see ``locks.keys``), so
 every key of it shares one hash tag and every script runs on Redis Cluster:
 
     base s:<name>    zset    permits: "<token><fence>|<limit>|<pid>|<host>" -> expiry (epoch
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .keys import text
+from ..locks.keys import text
 
 # A limit is a count of concurrent holders: far above any sane one, and low enough that a
 # script reclaiming every expired permit at once stays short.

@@ -16,12 +16,12 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
+from ..locks.keys import shard_base, shard_count, text
 from ..names import validate_name
 from ..redis.clients import call, get_redis, run_script
-from .keys import shard_base, shard_count, text
-from .semaphore_base import parse_state
-from .semaphore_keys import semaphore_keys
-from .semaphore_scripts import STATE, SWEEP
+from .base import parse_state
+from .keys import semaphore_keys
+from .scripts import STATE, SWEEP
 
 # Index entries one SWEEP call drops at most, and calls per shard and listing: a bigger
 # backlog (a crowd of semaphores that lapsed since) is left to the next listings.
