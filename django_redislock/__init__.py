@@ -23,23 +23,24 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .decorators import redis_locked
     from .locks.async_lock import AsyncLock
     from .locks.lock import Lock
     from .locks.redlock import Redlock
     from .queue.core import get_queue
-    from .ratelimit import AsyncRateLimit, RateLimit, redis_rate_limited
+    from .ratelimit import AsyncRateLimit, RateLimit
     from .redis.clients import get_redis
     from .semaphores.async_semaphore import AsyncSemaphore
     from .semaphores.semaphore import Semaphore
     from .stock.async_stock import AsyncStock
     from .stock.stock import Stock
+    from .views.locked import redis_locked
+    from .views.rate_limited import redis_rate_limited
 
 _LAZY = {
     "AsyncLock": ".locks.async_lock",
     "AsyncRateLimit": ".ratelimit",
     "RateLimit": ".ratelimit",
-    "redis_rate_limited": ".ratelimit",
+    "redis_rate_limited": ".views.rate_limited",
     "AsyncStock": ".stock.async_stock",
     "AsyncSemaphore": ".semaphores.async_semaphore",
     "Semaphore": ".semaphores.semaphore",
@@ -48,7 +49,7 @@ _LAZY = {
     "Redlock": ".locks.redlock",
     "get_queue": ".queue.core",
     "get_redis": ".redis.clients",
-    "redis_locked": ".decorators",
+    "redis_locked": ".views.locked",
 }
 
 

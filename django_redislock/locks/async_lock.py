@@ -25,7 +25,7 @@ from .base import Hold
 from .options import now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, WAKE
 from .waiting import AsyncWaiting
-from .waiting import _task as _task  # decorators.py imports it from here
+from .waiting import _task as _task  # views/locked.py imports it from here
 
 logger = logging.getLogger("django_redislock.locks")
 

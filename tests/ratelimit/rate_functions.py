@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from django_redislock.ratelimit.decorator import redis_rate_limited
+from django_redislock.views.rate_limited import redis_rate_limited
 
 SEEN_GROUPS: list[str] = []
 

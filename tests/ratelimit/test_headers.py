@@ -13,7 +13,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse
 from django.test import RequestFactory
 
-from django_redislock.ratelimit.decorator import redis_rate_limited
+from django_redislock.views.rate_limited import redis_rate_limited
 
 pytestmark = pytest.mark.usefixtures("backend")
 factory = RequestFactory()

@@ -36,9 +36,9 @@ from django.test import RequestFactory
 from django.utils.decorators import method_decorator
 from django.views import View
 
-from django_redislock.ratelimit.decorator import redis_rate_limited
 from django_redislock.ratelimit.limiter import RateLimit
 from django_redislock.ratelimit.rate import parse_rate
+from django_redislock.views.rate_limited import redis_rate_limited
 
 pytestmark = pytest.mark.usefixtures("backend")
 rf = RequestFactory()

@@ -15,8 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, JsonResponse
 from django.test import RequestFactory
 
-from django_redislock.ratelimit.decorator import redis_rate_limited
 from django_redislock.ratelimit.limiter import RateLimit
+from django_redislock.views.rate_limited import redis_rate_limited
 from tests.servers import free_port
 
 from . import rate_functions

@@ -16,9 +16,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.test import AsyncClient, Client
 
-from django_redislock.ratelimit.decorator import redis_rate_limited
 from django_redislock.ratelimit.limiter import RateLimit
-from django_redislock.view_keys import client_network
+from django_redislock.views.keys import client_network
+from django_redislock.views.rate_limited import redis_rate_limited
 from tests.conftest import Backend
 from tests.servers import free_port
 
@@ -286,9 +286,9 @@ def test_anonymous_clients_are_keyed_by_address_or_ipv6_network(
 
 @pytest.mark.parametrize(("wait", "header"), [(2.0, "2"), (2.000001, "3"), (0.0001, "1")])
 def test_retry_after_is_the_exact_wait_rounded_up(wait: float, header: str) -> None:
-    from django_redislock.ratelimit.decorator import limited
     from django_redislock.ratelimit.limiter import Hit
     from django_redislock.ratelimit.rate import parse_rate
+    from django_redislock.views.rate_limited import limited
 
     request = HttpRequest()
     request.META["HTTP_ACCEPT"] = "application/json"

@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.decorators import method_decorator
 from django.views import View
 
-from django_redislock.decorators import redis_locked
-from django_redislock.ratelimit.decorator import redis_rate_limited
+from django_redislock.views.locked import redis_locked
+from django_redislock.views.rate_limited import redis_rate_limited
 
 
 def _report(request: HttpRequest, **extra: Any) -> JsonResponse:

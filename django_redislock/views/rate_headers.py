@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .rate import Rate
+from ..ratelimit.rate import Rate
 
 
 def policy_id(group: str | None, rate: Rate) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from .keys import validate_key
-from .rate import RATE_RE, Rate, parse_rate
+from ..ratelimit.keys import validate_key
+from ..ratelimit.rate import RATE_RE, Rate, parse_rate
 
 DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 

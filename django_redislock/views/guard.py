@@ -16,12 +16,12 @@ import redis
 from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from .conf import ON_REDIS_ERROR_CHOICES, conf
-from .exceptions import RedisUnavailable
-from .names import validate_name
-from .view_keys import ANONYMOUS_CHOICES, KeyRefused, KeyTemplate
+from ..conf import ON_REDIS_ERROR_CHOICES, conf
+from ..exceptions import RedisUnavailable
+from ..names import validate_name
+from .keys import ANONYMOUS_CHOICES, KeyRefused, KeyTemplate
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.view_guard")  # its name before views/
 
 View = TypeVar("View", bound=Callable[..., Any])
 REDIS_ERRORS = (RedisUnavailable, redis.RedisError)

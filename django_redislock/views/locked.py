@@ -13,18 +13,17 @@ import redis
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 
-from . import finalizers
-from .conf import conf
-from .exceptions import RedisLockError
-from .locks.async_lock import AsyncLock, _task
-from .locks.base import LockBase
-from .locks.lock import Lock
-from .names import validate_seconds
-from .ratelimit.decorator import redis_rate_limited
-from .semaphores.async_semaphore import AsyncSemaphore
-from .semaphores.keys import validate_limit
-from .semaphores.semaphore import Semaphore
-from .view_guard import (
+from .. import finalizers
+from ..conf import conf
+from ..exceptions import RedisLockError
+from ..locks.async_lock import AsyncLock, _task
+from ..locks.base import LockBase
+from ..locks.lock import Lock
+from ..names import validate_seconds
+from ..semaphores.async_semaphore import AsyncSemaphore
+from ..semaphores.keys import validate_limit
+from ..semaphores.semaphore import Semaphore
+from .guard import (
     REDIS_ERRORS,
     View,
     ViewGuard,
@@ -33,11 +32,11 @@ from .view_guard import (
     refused,
     unavailable,
 )
-from .view_keys import KeyRefused
+from .keys import KeyRefused
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.decorators")  # the name the README gives
 
-__all__ = ["redis_locked", "redis_rate_limited"]
+__all__ = ["redis_locked"]
 
 
 def redis_locked(

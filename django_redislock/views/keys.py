@@ -26,9 +26,9 @@ from urllib.parse import quote
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
-from .names import MAX_NAME_LENGTH, validate_name
+from ..names import MAX_NAME_LENGTH, validate_name
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.view_keys")  # its name before views/
 
 # A URL value keeps only letters, digits and "-._~" in a lock name; the rest is %-encoded,
 # so no value can break the name's rules (braces, whitespace) or, holding the template's

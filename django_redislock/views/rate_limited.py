@@ -9,7 +9,10 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from ..view_guard import (
+from ..ratelimit.keys import validate_key
+from ..ratelimit.limiter import AsyncRateLimit, Hit, RateLimit, RateLimitBase
+from ..ratelimit.rate import MAX_COUNT, Rate, validate_burst
+from .guard import (
     REDIS_ERRORS,
     View,
     ViewGuard,
@@ -19,12 +22,9 @@ from ..view_guard import (
     refused,
     unavailable,
 )
-from ..view_keys import KeyRefused, validate_ip_masks
-from .headers import add_fields, policy_id
-from .keys import validate_key
-from .limiter import AsyncRateLimit, Hit, RateLimit, RateLimitBase
-from .options import Rates, key_function, validate_group, with_group
-from .rate import MAX_COUNT, Rate, validate_burst
+from .keys import KeyRefused, validate_ip_masks
+from .rate_arguments import Rates, key_function, validate_group, with_group
+from .rate_headers import add_fields, policy_id
 
 LIMITED_STATUS = 429  # Too Many Requests (RFC 6585)
 
