@@ -58,7 +58,7 @@ echo "== pytest on Django $("$VENV/bin/python" -m django --version)," \
 # six minutes: both legs in a row must fit CI's 30 minutes. REDISLOCK_FULL_DJANGO6=1 runs
 # them here too.
 left_out=(tests/locks/test_deadlines.py tests/locks/test_renewer.py
-  tests/locks/test_processes.py tests/locks/test_semaphore_processes.py
+  tests/locks/test_processes.py tests/semaphores/test_semaphore_processes.py
   tests/ratelimit/test_processes.py tests/ratelimit/test_limiter.py
   tests/stock/test_processes.py tests/queue/test_worker_chaos.py
   tests/queue/test_worker_processes.py tests/redis/test_sentinel_failover.py)

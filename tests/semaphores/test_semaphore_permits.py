@@ -16,7 +16,7 @@ import pytest
 
 from django_redislock.semaphores.async_semaphore import AsyncSemaphore
 from django_redislock.semaphores.semaphore import Semaphore
-from tests.locks.test_semaphore import queued
+from tests.semaphores.test_semaphore import queued
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -39,7 +39,7 @@ from django_redislock.locks.keys import text
 from django_redislock.semaphores.async_semaphore import AsyncSemaphore
 from django_redislock.semaphores.listing import list_semaphores
 from django_redislock.semaphores.semaphore import Semaphore
-from tests.locks.test_semaphore import queued
+from tests.semaphores.test_semaphore import queued
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
