@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .locks.lock import Lock
     from .locks.redlock import Redlock
     from .locks.semaphore import Semaphore
-    from .queue.core import get_queue
+    from .queue.queue import get_queue
     from .ratelimit import AsyncRateLimit, RateLimit, redis_rate_limited
     from .redis.clients import get_redis
     from .stock.async_stock import AsyncStock
@@ -46,7 +46,7 @@ _LAZY = {
     "Stock": ".stock.core",
     "Lock": ".locks.lock",
     "Redlock": ".locks.redlock",
-    "get_queue": ".queue.core",
+    "get_queue": ".queue.queue",
     "get_redis": ".redis.clients",
     "redis_locked": ".decorators",
 }

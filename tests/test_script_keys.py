@@ -26,9 +26,9 @@ from django_redislock.locks.keys import index_keys, lock_base
 from django_redislock.locks.listing import describe_lock, list_locks
 from django_redislock.locks.semaphore import Semaphore
 from django_redislock.locks.semaphore_listing import list_semaphores
-from django_redislock.queue.schedule import Scheduler
-from django_redislock.queue.scripts import START
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.fetch_scripts import START
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.schedule import Scheduler
 from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit
 from django_redislock.redis.clients import call, run_script
 from django_redislock.redis.scripts import LuaScript, _script

@@ -24,8 +24,8 @@ from ..locks.keys import validate_name
 from ..locks.listing import describe_lock
 from ..locks.lock import Lock
 from ..locks.semaphore import Semaphore
-from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import LISTED_STATES, JobState
+from ..queue.queue import Job, Queue, get_queue
 from ..templatetags.redislock_admin import duration
 
 VIEW = "django_redislock.view_dashboard"

@@ -15,8 +15,8 @@ from ..exceptions import StockError
 from ..locks.keys import validate_name
 from ..locks.listing import list_locks
 from ..locks.semaphore_listing import list_semaphores
-from ..queue.core import get_queue
-from ..queue.registry import live_workers
+from ..queue.queue import get_queue
+from ..queue.worker.registry import live_workers
 from ..stock.core import Stock
 from ..stock.listing import count_stocks, expiring, stock_names
 from .actions import RELEASE

@@ -114,7 +114,7 @@ def check_schedule(value: Any) -> Iterable[Error]:
             id="django_redislock.E012",
         )
         return
-    from ..queue.schedule import Entry
+    from ..queue.worker.schedule import Entry
 
     queues = conf.QUEUE_NAMES
     for name, options in value.items():
@@ -156,7 +156,7 @@ def _task_problem(path: str) -> str | None:
 
     try:
         # Lazily: on Django 5.2 without the Tasks backport, importing tasks raises.
-        from ..queue.runner import resolve_task
+        from ..queue.execution import resolve_task
     except ImproperlyConfigured as exc:
         return f"its task cannot run: {exc}"
     try:
