@@ -1,4 +1,4 @@
-"""``manage.py run_queue_worker``: a thin shell over ``django_redislock.queue.worker.loop.Worker``."""
+"""``manage.py run_queue_worker``: a thin shell over ``queue.worker.loop.Worker``."""
 
 from __future__ import annotations
 
