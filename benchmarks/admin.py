@@ -149,7 +149,7 @@ def fill_finished(count: int) -> None:
 def fill_jobs(scheduled: int) -> dict[str, str]:
     """The queue's jobs in every state; returns a job id of each state (for the actions)."""
     from django_redislock import get_queue
-    from django_redislock.queue.worker import Worker
+    from django_redislock.queue.worker.loop import Worker
 
     queue = get_queue(QUEUE)
     rng = random.Random(42)

@@ -28,8 +28,8 @@ CPU_LOOP = 150_000  # about 10 ms of Python per job here
 
 def run(processes: int | None, concurrency: int) -> None:
     """The worker as the command runs it: in this process, or supervised children."""
-    from django_redislock.queue.supervisor import Supervisor
-    from django_redislock.queue.worker import Worker
+    from django_redislock.queue.worker.loop import Worker
+    from django_redislock.queue.worker.supervisor import Supervisor
 
     logging.getLogger("django_redislock").setLevel(logging.ERROR)  # no W002 per process
 

@@ -131,7 +131,7 @@ class Ours:
         self.queue.enqueue(STAMP, [since], delay=delay)
 
     def worker(self, burst: bool, scheduler: bool) -> Callable[[], Any]:
-        from django_redislock.queue.worker import Worker
+        from django_redislock.queue.worker.loop import Worker
 
         return Worker(["default"], concurrency=1, burst=burst).run  # due jobs: always
 

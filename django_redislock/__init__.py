@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .locks.async_lock import AsyncLock
     from .locks.lock import Lock
     from .locks.redlock import Redlock
-    from .queue.core import get_queue
+    from .queue.queue import get_queue
     from .ratelimit import AsyncRateLimit, RateLimit
     from .redis.clients import get_redis
     from .semaphores.async_semaphore import AsyncSemaphore
@@ -47,7 +47,7 @@ _LAZY = {
     "Stock": ".stock.stock",
     "Lock": ".locks.lock",
     "Redlock": ".locks.redlock",
-    "get_queue": ".queue.core",
+    "get_queue": ".queue.queue",
     "get_redis": ".redis.clients",
     "redis_locked": ".views.locked",
 }

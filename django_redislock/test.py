@@ -18,11 +18,11 @@ from django.test.utils import TestContextDecorator, override_settings
 from .checks import PREFIX_RE
 from .conf import conf, user_settings
 from .exceptions import InvalidTask
-from .queue.core import Job, Queue, get_queue
 from .queue.eager import failed, finished
+from .queue.execution import run_job
 from .queue.jobs import JobState
 from .queue.lua import MAX_BATCH
-from .queue.runner import run_job
+from .queue.queue import Job, Queue, get_queue
 from .redis.clients import get_redis, is_cluster
 
 __all__ = ["JobsRun", "isolated_keys", "run_jobs"]

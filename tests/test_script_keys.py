@@ -23,11 +23,11 @@ from django_redislock import AsyncLock, Lock, Redlock, get_queue, get_redis
 from django_redislock.conf import conf
 from django_redislock.locks.keys import index_keys, lock_base
 from django_redislock.locks.listing import describe_lock, list_locks
-from django_redislock.queue.schedule import Scheduler
-from django_redislock.queue.scripts import START
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.fetch_scripts import START
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.schedule import Scheduler
 from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit
-from django_redislock.redis.clients import run_script
+from django_redislock.redis.clients import call, run_script
 from django_redislock.redis.scripts import LuaScript, _script
 from django_redislock.semaphores.async_semaphore import AsyncSemaphore
 from django_redislock.semaphores.listing import list_semaphores
@@ -366,7 +366,8 @@ def exercise_wakeups() -> None:
             for queued in (1, 2, 3):  # the third at the latest keeps no connection
                 waiters.append(threading.Thread(target=wait))
                 waiters[-1].start()
-                until(lambda n=queued: get_redis().zcard(holder.keys[1]) == n)
+                # Through the app's own path, which waits for one of the four connections.
+                until(lambda n=queued: call(get_redis(), "ZCARD", holder.keys[1]) == n)
             holder.release()
             for thread in waiters:
                 thread.join(15)

@@ -23,8 +23,8 @@ from ..exceptions import JobNotFound
 from ..locks.listing import describe_lock
 from ..locks.lock import Lock
 from ..names import validate_name
-from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import LISTED_STATES, JobState
+from ..queue.queue import Job, Queue, get_queue
 from ..semaphores.semaphore import Semaphore
 from ..templatetags.redislock_admin import duration
 

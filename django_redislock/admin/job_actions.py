@@ -11,9 +11,9 @@ from typing import Any
 
 from django.contrib.admin.models import CHANGE, DELETION
 
-from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import JobState
-from ..queue.registry import live_workers
+from ..queue.queue import Job, Queue, get_queue
+from ..queue.worker.registry import live_workers
 from ..templatetags.redislock_admin import duration
 from .actions import MANAGE, Action, Gone, as_job, dead_count, dead_done, job_in
 

@@ -12,8 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ..conf import conf
 from ..exceptions import JobNotFound
 from ..queue.arguments import checked_job_id
-from ..queue.core import Job, Queue, get_queue
 from ..queue.jobs import LISTED_STATES, JobState
+from ..queue.queue import Job, Queue, get_queue
 from .actions import ACTIONS, JOB_ACTIONS, MANAGE, due_at
 from .job_actions import ACTIONS as JOB_ACTIONS_MORE
 from .job_actions import BULK, MAX_CHECKED, left_behind, live_worker_ids

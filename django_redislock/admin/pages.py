@@ -14,8 +14,8 @@ from ..conf import conf
 from ..exceptions import StockError
 from ..locks.listing import list_locks
 from ..names import validate_name
-from ..queue.core import get_queue
-from ..queue.registry import live_workers
+from ..queue.queue import get_queue
+from ..queue.worker.registry import live_workers
 from ..semaphores.listing import list_semaphores
 from ..stock.listing import count_stocks, expiring, stock_names
 from ..stock.stock import Stock

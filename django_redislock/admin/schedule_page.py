@@ -11,9 +11,9 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 
 from ..conf import conf
-from ..queue.core import get_queue
 from ..queue.jobs import number
-from ..queue.schedule import Entry
+from ..queue.queue import get_queue
+from ..queue.worker.schedule import Entry
 from ..redis.clients import get_redis
 from .rendering import Rendering
 

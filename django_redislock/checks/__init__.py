@@ -16,7 +16,7 @@ from ..redis.clients import SUPPORTED_CACHES, cache_kind
 from ..redis.durability import redis_durability_warnings, unverified
 from .metrics import check_metrics, check_metrics_token
 from .queues import check_queues, check_schedule
-from .values import Bounds, error, short
+from .values import Bounds, short
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://", *sentinel.SCHEMES)
 # Redis Cluster's hash slots: more shards could not land on more masters.
@@ -29,16 +29,16 @@ def _number(key: str, bounds: Bounds) -> Callable[[Any], Iterable[Error]]:
 
     def check(value: Any) -> Iterable[Error]:
         if not bounds.is_number(value):
-            yield error(
+            yield Error(
                 f"REDISLOCK['{key}'] must be {kind}, not {short(value)}.",
-                f"Set REDISLOCK['{key}'] to {bounds.describe()}, such as {DEFAULTS[key]!r}.",
-                3,
+                hint=f"Set REDISLOCK['{key}'] to {bounds.describe()}, such as {DEFAULTS[key]!r}.",
+                id="django_redislock.E003",
             )
         elif not bounds.contains(value):
-            yield error(
+            yield Error(
                 f"REDISLOCK['{key}'] is {short(value)}; it must be {bounds.describe()}.",
-                f"Use {bounds.describe()}, such as {DEFAULTS[key]!r}.",
-                4,
+                hint=f"Use {bounds.describe()}, such as {DEFAULTS[key]!r}.",
+                id="django_redislock.E004",
             )
 
     return check
@@ -47,10 +47,10 @@ def _number(key: str, bounds: Bounds) -> Callable[[Any], Iterable[Error]]:
 def _type(key: str, types: tuple[type, ...], example: str) -> Callable[[Any], Iterable[Error]]:
     def check(value: Any) -> Iterable[Error]:
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            yield error(
+            yield Error(
                 f"REDISLOCK['{key}'] has the wrong type: {type(value).__name__}.",
-                f"Set it to {example}.",
-                3,
+                hint=f"Set it to {example}.",
+                id="django_redislock.E003",
             )
 
     return check
@@ -60,16 +60,16 @@ def _check_url(value: Any) -> Iterable[Error]:
     if value is None:
         return
     if not isinstance(value, str):
-        yield error(
+        yield Error(
             f"REDISLOCK['URL'] has the wrong type: {type(value).__name__}.",
-            "Set it to a string such as 'redis://localhost:6379/0', or to None.",
-            3,
+            hint="Set it to a string such as 'redis://localhost:6379/0', or to None.",
+            id="django_redislock.E003",
         )
     elif not value.startswith(URL_SCHEMES):
-        yield error(
+        yield Error(
             f"REDISLOCK['URL'] {value!r} is not a Redis URL.",
-            "It must start with redis://, rediss://, unix:// or redis+sentinel://.",
-            7,
+            hint="It must start with redis://, rediss://, unix:// or redis+sentinel://.",
+            id="django_redislock.E007",
         )
     else:
         yield from _check_sentinel_url("REDISLOCK['URL']", value)
@@ -81,58 +81,58 @@ def _check_sentinel_url(where: str, url: str) -> Iterable[Error]:
     try:
         sentinel.parse(url)
     except ValueError as exc:
-        yield error(
+        yield Error(
             f"{where} is a malformed Sentinel URL: {exc}",
-            "Write it as redis+sentinel://host:port,host:port/service_name/db (the "
+            hint="Write it as redis+sentinel://host:port,host:port/service_name/db (the "
             "sentinels, the name they monitor the master under, the database).",
-            20,
+            id="django_redislock.E020",
         )
 
 
 def _check_prefix(value: Any) -> Iterable[Error]:
     if not isinstance(value, str) or not PREFIX_RE.match(value):
-        yield error(
+        yield Error(
             f"REDISLOCK['KEY_PREFIX'] {value!r} is not a valid key prefix.",
-            "Use 1-64 characters from letters, digits and _ . : - (no braces, no spaces).",
-            8,
+            hint="Use 1-64 characters from letters, digits and _ . : - (no braces, no spaces).",
+            id="django_redislock.E008",
         )
 
 
 def _check_status(value: Any) -> Iterable[Error]:
     if not isinstance(value, int) or isinstance(value, bool) or not 400 <= value <= 599:
-        yield error(
+        yield Error(
             f"REDISLOCK['BUSY_STATUS'] {value!r} is not an HTTP error status.",
-            "Use an int from 400 to 599; 409 (Conflict) or 429 (Too Many Requests) fit best.",
-            4,
+            hint="Use an int from 400 to 599; 409 (Conflict) or 429 (Too Many Requests) fit best.",
+            id="django_redislock.E004",
         )
 
 
 def _check_on_error(value: Any) -> Iterable[Error]:
     if value not in ON_REDIS_ERROR_CHOICES:
-        yield error(
+        yield Error(
             f"REDISLOCK['ON_REDIS_ERROR'] {value!r} is not a known policy.",
-            f"Use one of {', '.join(repr(c) for c in ON_REDIS_ERROR_CHOICES)}.",
-            4,
+            hint=f"Use one of {', '.join(repr(c) for c in ON_REDIS_ERROR_CHOICES)}.",
+            id="django_redislock.E004",
         )
 
 
 def _check_nodes(value: Any) -> Iterable[Error]:
     if not isinstance(value, (list, tuple)):
-        yield error(
+        yield Error(
             "REDISLOCK['REDLOCK_NODES'] must be a list.",
-            "List cache aliases or redis:// URLs of independent masters.",
-            3,
+            hint="List cache aliases or redis:// URLs of independent masters.",
+            id="django_redislock.E003",
         )
         return
     caches = getattr(settings, "CACHES", {})
     for node in value:
         if not isinstance(node, str) or not (node.startswith(URL_SCHEMES) or node in caches):
-            yield error(
+            yield Error(
                 f"REDISLOCK['REDLOCK_NODES'] entry {node!r} is neither a cache alias nor a "
                 "Redis URL.",
-                "Each entry must be a key of CACHES or a redis://, rediss://, unix:// or "
+                hint="Each entry must be a key of CACHES or a redis://, rediss://, unix:// or "
                 "redis+sentinel:// URL.",
-                10,
+                id="django_redislock.E010",
             )
         elif isinstance(caches, dict) and node in caches:
             yield from _check_redis_cache("REDISLOCK['REDLOCK_NODES']", node, caches[node])
@@ -168,19 +168,19 @@ assert set(VALIDATORS) == set(DEFAULTS)
 def _check_connection(raw: dict[str, Any]) -> Iterable[Error]:
     url = raw.get("URL")
     if isinstance(url, str) and sentinel.is_sentinel_url(url) and raw.get("CLUSTER"):
-        yield error(
+        yield Error(
             "REDISLOCK['CLUSTER'] is True but REDISLOCK['URL'] is a Sentinel URL.",
-            "A Sentinel group is not a Redis Cluster: set CLUSTER to False, or URL to the "
+            hint="A Sentinel group is not a Redis Cluster: set CLUSTER to False, or URL to the "
             "redis:// URL of one node of the cluster.",
-            21,
+            id="django_redislock.E021",
         )
     if url is not None:
         return
     if raw.get("CLUSTER"):
-        yield error(
+        yield Error(
             "REDISLOCK['CLUSTER'] is True but REDISLOCK['URL'] is not set.",
-            "Set REDISLOCK['URL'] to the redis:// URL of one node of the cluster.",
-            11,
+            hint="Set REDISLOCK['URL'] to the redis:// URL of one node of the cluster.",
+            id="django_redislock.E011",
         )
     alias = raw.get("CACHE", DEFAULTS["CACHE"])
     if not isinstance(alias, str):
@@ -189,10 +189,10 @@ def _check_connection(raw: dict[str, Any]) -> Iterable[Error]:
     if not isinstance(caches, dict):
         return  # Django's own checks report a malformed CACHES
     if alias not in caches:
-        yield error(
+        yield Error(
             f"REDISLOCK['CACHE'] names the cache {alias!r}, which is not in CACHES.",
-            "Name a Redis cache alias from CACHES, or set REDISLOCK['URL'].",
-            5,
+            hint="Name a Redis cache alias from CACHES, or set REDISLOCK['URL'].",
+            id="django_redislock.E005",
         )
     else:
         yield from _check_redis_cache("REDISLOCK['CACHE']", alias, caches[alias])
@@ -201,11 +201,11 @@ def _check_connection(raw: dict[str, Any]) -> Iterable[Error]:
 def _check_redis_cache(where: str, alias: str, cache: Any) -> Iterable[Error]:
     backend = cache.get("BACKEND") if isinstance(cache, dict) else None
     if cache_kind(backend) is None:
-        yield error(
+        yield Error(
             f"The cache {alias!r} named by {where} is not a Redis cache (BACKEND "
             f"{short(backend)}).",
-            f"Use a cache whose BACKEND is {SUPPORTED_CACHES}, or set REDISLOCK['URL'].",
-            6,
+            hint=f"Use a cache whose BACKEND is {SUPPORTED_CACHES}, or set REDISLOCK['URL'].",
+            id="django_redislock.E006",
         )
 
 
@@ -213,20 +213,20 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     raw = user_settings()
     if not isinstance(raw, dict):
         return [
-            error(
+            Error(
                 f"REDISLOCK must be a dict, not {type(raw).__name__}.",
-                "Set REDISLOCK = {'URL': 'redis://localhost:6379/0'} or leave it out.",
-                1,
+                hint="Set REDISLOCK = {'URL': 'redis://localhost:6379/0'} or leave it out.",
+                id="django_redislock.E001",
             )
         ]
     errors: list[CheckMessage] = []
     for key, value in raw.items():
         if key not in VALIDATORS:
             errors.append(
-                error(
+                Error(
                     f"REDISLOCK has an unknown key {key!r}.",
-                    f"Known keys: {', '.join(DEFAULTS)}.",
-                    2,
+                    hint=f"Known keys: {', '.join(DEFAULTS)}.",
+                    id="django_redislock.E002",
                 )
             )
         else:

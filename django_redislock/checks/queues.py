@@ -10,7 +10,7 @@ from django.core.checks import Error
 
 from ..conf import QUEUE_DEFAULTS, conf
 from ..exceptions import InvalidTask
-from .values import QUEUE_NAME_RE, Bounds, error, short
+from .values import QUEUE_NAME_RE, Bounds, short
 
 # A lease shorter than a second expires while a busy worker still runs the job (then it runs
 # twice); a result kept less than a second is gone before anyone reads it.
@@ -46,35 +46,35 @@ SCHEDULE_HINT = (
 
 def check_queues(value: Any) -> Iterable[Error]:
     if not isinstance(value, dict):
-        yield error(
+        yield Error(
             "REDISLOCK['QUEUES'] must be a dict of queue name to options.",
-            "For example {'default': {'LEASE': 300}}.",
-            3,
+            hint="For example {'default': {'LEASE': 300}}.",
+            id="django_redislock.E003",
         )
         return
     for name, options in value.items():
         if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
-            yield error(
+            yield Error(
                 f"REDISLOCK['QUEUES'] has an invalid queue name {name!r}.",
-                "Use 1-64 characters from letters, digits and _ . -",
-                9,
+                hint="Use 1-64 characters from letters, digits and _ . -",
+                id="django_redislock.E009",
             )
             continue
         if not isinstance(options, dict):
-            yield error(
+            yield Error(
                 f"REDISLOCK['QUEUES'][{name!r}] must be a dict of options.",
-                f"Known options: {', '.join(QUEUE_DEFAULTS)}.",
-                9,
+                hint=f"Known options: {', '.join(QUEUE_DEFAULTS)}.",
+                id="django_redislock.E009",
             )
             continue
         for option, option_value in options.items():
             where = f"REDISLOCK['QUEUES'][{name!r}][{option!r}]"
             if option in QUEUE_FLAGS:
                 if not isinstance(option_value, bool):
-                    yield error(
+                    yield Error(
                         f"{where} is {short(option_value)}; it must be True or False.",
-                        QUEUE_FLAGS[option],
-                        9,
+                        hint=QUEUE_FLAGS[option],
+                        id="django_redislock.E009",
                     )
                 continue
             if option in QUEUE_LIMITS:
@@ -82,71 +82,71 @@ def check_queues(value: Any) -> Iterable[Error]:
                 if option_value is not None and not (
                     bounds.is_number(option_value) and bounds.contains(option_value)
                 ):
-                    yield error(
+                    yield Error(
                         f"{where} is {short(option_value)}; it must be None (no limit) or "
                         f"{bounds.describe()}.",
-                        "TIME_LIMIT: the seconds a job may run before JobTimeLimitExceeded "
+                        hint="TIME_LIMIT: the seconds a job may run before JobTimeLimitExceeded "
                         "is raised in it; a job's own enqueue(time_limit=...) comes first.",
-                        9,
+                        id="django_redislock.E009",
                     )
                 continue
             if option not in QUEUE_BOUNDS:
-                yield error(
+                yield Error(
                     f"{where} is not a known queue option.",
-                    f"Known options: {', '.join(QUEUE_DEFAULTS)}.",
-                    9,
+                    hint=f"Known options: {', '.join(QUEUE_DEFAULTS)}.",
+                    id="django_redislock.E009",
                 )
                 continue
             bounds = QUEUE_BOUNDS[option]
             if not bounds.is_number(option_value) or not bounds.contains(option_value):
-                yield error(
+                yield Error(
                     f"{where} is {short(option_value)}; it must be {bounds.describe()}.",
-                    f"The default is {QUEUE_DEFAULTS[option]!r}. {QUEUE_BOUNDS_WHY}",
-                    9,
+                    hint=f"The default is {QUEUE_DEFAULTS[option]!r}. {QUEUE_BOUNDS_WHY}",
+                    id="django_redislock.E009",
                 )
 
 
 def check_schedule(value: Any) -> Iterable[Error]:
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        yield error(
+        yield Error(
             "REDISLOCK['SCHEDULE'] must be a dict of entry name to a dict of options.",
-            "For example {'sweep': {'task': 'shop.tasks.sweep', 'every': 60}}.",
-            12,
+            hint="For example {'sweep': {'task': 'shop.tasks.sweep', 'every': 60}}.",
+            id="django_redislock.E012",
         )
         return
-    from ..queue.schedule import Entry
+    from ..queue.worker.schedule import Entry
 
     queues = conf.QUEUE_NAMES
     for name, options in value.items():
         where = f"REDISLOCK['SCHEDULE'][{name!r}]"
         if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
-            yield error(
+            yield Error(
                 f"{where}: an entry name must be 1-64 letters, digits, '_', '.' or '-'.",
-                "For example 'sweep-unpaid'.",
-                12,
+                hint="For example 'sweep-unpaid'.",
+                id="django_redislock.E012",
             )
             continue
         try:
             entry = Entry.from_setting(name, options)
         except ValueError as exc:
-            yield error(f"{where}: {exc}.", SCHEDULE_HINT, 12)
+            yield Error(f"{where}: {exc}.", hint=SCHEDULE_HINT, id="django_redislock.E012")
             continue
         if entry.every is not None and not EVERY_BOUNDS.contains(entry.every):
-            yield error(
+            yield Error(
                 f"{where}: 'every' is {entry.every:g}; it must be {EVERY_BOUNDS.describe()}.",
-                SCHEDULE_HINT,
-                12,
+                hint=SCHEDULE_HINT,
+                id="django_redislock.E012",
             )
         if entry.queue not in queues:
-            yield error(
+            yield Error(
                 f"{where} names the queue {entry.queue!r}, which is not in REDISLOCK['QUEUES'].",
-                f"Add {entry.queue!r} to REDISLOCK['QUEUES'] or set 'queue' to one of "
+                hint=f"Add {entry.queue!r} to REDISLOCK['QUEUES'] or set 'queue' to one of "
                 f"{', '.join(map(repr, queues)) or 'none'}.",
-                12,
+                id="django_redislock.E012",
             )
         problem = _task_problem(entry.task)
         if problem:
-            yield error(f"{where}: {problem}", SCHEDULE_HINT, 12)
+            yield Error(f"{where}: {problem}", hint=SCHEDULE_HINT, id="django_redislock.E012")
 
 
 def _task_problem(path: str) -> str | None:
@@ -156,7 +156,7 @@ def _task_problem(path: str) -> str | None:
 
     try:
         # Lazily: on Django 5.2 without the Tasks backport, importing tasks raises.
-        from ..queue.runner import resolve_task
+        from ..queue.execution import resolve_task
     except ImproperlyConfigured as exc:
         return f"its task cannot run: {exc}"
     try:

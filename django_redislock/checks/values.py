@@ -1,5 +1,5 @@
-"""What the system checks share: how a setting's error is made, and the sane bounds of the
-number settings."""
+"""What the system checks share: how a value is shown in a message, and the sane bounds of
+the number settings."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.checks import Error
-
 QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-
-
-def error(msg: str, hint: str, number: int) -> Error:
-    return Error(msg, hint=hint, id=f"django_redislock.E{number:03d}")
 
 
 def is_number(value: Any) -> bool:

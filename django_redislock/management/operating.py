@@ -15,7 +15,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from ..conf import conf
 from ..exceptions import RedisLockError, RedisUnavailable
-from ..queue.core import Queue, get_queue
+from ..queue.queue import Queue, get_queue
 
 # Exit status when Redis cannot be reached (as ``run_queue_worker``'s at start).
 EXIT_REDIS_UNAVAILABLE = 3

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.management.base import CommandError
 
 if TYPE_CHECKING:
-    from ..queue.worker import Worker
+    from ..queue.worker.loop import Worker
 
 logger = logging.getLogger("django_redislock.worker")
 

@@ -35,7 +35,7 @@ def sync_receivers() -> None:
     if conf.METRICS:
         try:
             from . import counting
-        except ImportError:  # reported by the system check (E031), never a crash here
+        except ImportError:  # reported by the system check (E030), never a crash here
             logger.warning("REDISLOCK['METRICS'] is True but prometheus_client is missing.")
             return
         counting.connect()

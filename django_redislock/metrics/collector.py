@@ -18,8 +18,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..conf import conf
-from ..queue.core import get_queue
-from ..queue.registry import live_workers
+from ..queue.queue import get_queue
+from ..queue.worker.registry import live_workers
 
 logger = logging.getLogger(__name__)
 

@@ -126,7 +126,7 @@ def lock_was_lost(sender: Any, **kwargs: Any) -> None:
 
 
 def _backend() -> type:
-    from ..queue.tasks import RedisTaskBackend
+    from ..tasks.backend import RedisTaskBackend
 
     return RedisTaskBackend
 
@@ -135,7 +135,7 @@ def _task_signals() -> Any:
     """The Tasks framework's signals, None when it is not installed (Django 5.2 without the
     backport): then only locks are counted."""
     try:
-        from ..queue.task_jobs import signals
+        from ..tasks.results import signals
     except ImproperlyConfigured:
         return None
     return signals

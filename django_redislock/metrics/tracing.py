@@ -138,7 +138,7 @@ def traced_task_enqueue(method: F) -> F:
 
 
 def traced_run(function: F) -> F:
-    """``runner.run_job`` in a CONSUMER span, child of the context the job carries; what
+    """``execution.run_job`` in a CONSUMER span, child of the context the job carries; what
     the task raised is recorded on it."""
     if not ON:
         return function

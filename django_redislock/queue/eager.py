@@ -1,7 +1,7 @@
 """Eager mode, a queue's ``EAGER`` option (for tests and development): ``enqueue`` (and a
 task's, through ``RedisTaskBackend``) runs the job at once, in the calling thread, through
-the worker's own ``run_job`` (the same task lookup, signals and JSON result), and returns
-the job as it ended. Nothing is written to Redis, so no server is needed.
+``execution.run_job`` as the worker does (the same task lookup, signals and JSON result),
+and returns the job as it ended. Nothing is written to Redis, so no server is needed.
 
 As RQ's ``is_async=False`` and Django's ``ImmediateBackend`` do, a failure is recorded, not
 raised: the job comes back dead with its error and traceback (the Tasks framework logs it).
@@ -54,7 +54,7 @@ def run_now(job: Job) -> Job:
     """Run ``job`` once, here and now, and return it as it ended: done with its result, or
     dead with what it raised (``KeyboardInterrupt`` and ``SystemExit`` propagate: in the
     caller's own process they are the caller's)."""
-    from .runner import run_job  # the runner imports the queue, which imports this module
+    from .execution import run_job  # (imports the Tasks framework: only when a job runs)
 
     started = _now_ms()
     job = dataclasses.replace(job, attempts=job.attempts + 1, state=JobState.RUNNING.value)

@@ -1,20 +1,23 @@
 """What a time limit is: a queue's ``TIME_LIMIT``, or a job's own ``time_limit`` (kept in its
-metadata under ``META_KEY``), checked; ``limits`` enforces them."""
+metadata under ``META_KEY``), checked; the worker's ``time_limits`` enforces them."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..conf import conf
 from .jobs import Job
 
-if TYPE_CHECKING:
-    from .core import Queue
-
 META_KEY = "time_limit"  # a job's own limit, in its metadata (reserved, as "backend" is)
 MAX_TIME_LIMIT = 365 * 86400.0  # a year: more is a typo (or milliseconds)
+
+
+class Named(Protocol):
+    """A queue, as far as its time limit settings go: its name in ``REDISLOCK['QUEUES']``."""
+
+    name: str
 
 
 def checked_time_limit(value: Any, name: str = "time_limit") -> float | None:
@@ -44,7 +47,7 @@ def with_time_limit(meta: Any, time_limit: Any) -> Any:
     return {**meta, META_KEY: time_limit}
 
 
-def queue_time_limits(queues: Sequence[Queue]) -> dict[str, float | None]:
+def queue_time_limits(queues: Sequence[Named]) -> dict[str, float | None]:
     """Each queue's ``TIME_LIMIT``, checked (ValueError or TypeError naming the setting)."""
     options = conf.QUEUES
     return {q.name: checked_time_limit(options[q.name].get("TIME_LIMIT"),
@@ -52,7 +55,7 @@ def queue_time_limits(queues: Sequence[Queue]) -> dict[str, float | None]:
             for q in queues}  # fmt: skip
 
 
-def queue_graces(queues: Sequence[Queue]) -> dict[str, float]:
+def queue_graces(queues: Sequence[Named]) -> dict[str, float]:
     """Each queue's ``TIME_LIMIT_GRACE``: how long a job may go on after its time limit or its
     cancel before its lease lapses (in process mode: its worker process is ended)."""
     return {q.name: float(conf.QUEUES[q.name]["TIME_LIMIT_GRACE"]) for q in queues}

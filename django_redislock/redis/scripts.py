@@ -1,6 +1,6 @@
 """A Lua script as the app sends it: its name, source and SHA1 (``EVALSHA`` first, the
 source only when the server's script cache lacks it). The scripts themselves live with the
-structure they work on (``locks.scripts``, ``queue.scripts``)."""
+structure they work on (``locks.scripts``, ``queue.fetch_scripts``, …)."""
 
 from __future__ import annotations
 

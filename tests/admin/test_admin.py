@@ -19,8 +19,8 @@ from django.urls import reverse
 from django_redislock import Lock, get_queue
 from django_redislock.locks import listing
 from django_redislock.locks.listing import describe_lock, list_locks
-from django_redislock.queue.core import Queue
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.queue import Queue
+from django_redislock.queue.worker.loop import Worker
 from django_redislock.templatetags.redislock_admin import duration
 from tests.servers import free_port
 

@@ -18,8 +18,8 @@ from django.test import Client
 
 from django_redislock import Lock, get_queue
 from django_redislock.conf import conf
-from django_redislock.queue.core import Queue
-from django_redislock.queue.registry import live_workers
+from django_redislock.queue.queue import Queue
+from django_redislock.queue.worker.registry import live_workers
 from django_redislock.templatetags.redislock_admin import duration
 
 from ..conftest import Backend, _configure

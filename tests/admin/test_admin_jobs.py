@@ -15,9 +15,9 @@ from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.test import Client
 
 from django_redislock import get_queue
-from django_redislock.queue.core import Queue
-from django_redislock.queue.registry import Heartbeat
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.queue import Queue
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.registry import Heartbeat
 
 from ..conftest import Backend, Processes
 from .test_admin import QUEUES, confirm_and_post, dead_job, html, rows, staff_client, url

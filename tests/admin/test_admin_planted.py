@@ -17,7 +17,7 @@ from django.test import Client
 
 from django_redislock import Lock, Semaphore, Stock, get_queue, get_redis
 from django_redislock.locks.keys import index_keys, lock_keys, shard_base
-from django_redislock.queue.core import Queue
+from django_redislock.queue.queue import Queue
 from django_redislock.stock.keys import names_keys
 
 from ..conftest import Backend, _configure

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from django.utils.timezone import localtime
 
-from django_redislock.queue.schedule import Scheduler
+from django_redislock.queue.worker.schedule import Scheduler
 
 from ..conftest import Backend
 from .test_admin import QUEUES, html, staff_client, url

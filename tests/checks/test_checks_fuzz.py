@@ -16,8 +16,8 @@ from django.core.management.base import SystemCheckError
 from django_redislock import get_queue
 from django_redislock.checks import check_redis_durability, check_settings
 from django_redislock.conf import DEFAULTS, QUEUE_DEFAULTS, conf
-from django_redislock.queue.schedule import ENTRY_OPTIONS, Scheduler
-from django_redislock.queue.tasks import FRAMEWORK
+from django_redislock.queue.worker.schedule import ENTRY_OPTIONS, Scheduler
+from django_redislock.tasks.backend import FRAMEWORK
 
 WRONG: dict[str, Any] = {
     "None": None,

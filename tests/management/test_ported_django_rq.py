@@ -59,8 +59,8 @@ from django.core.management import CommandError, call_command
 
 from django_redislock import Lock, get_queue
 from django_redislock.exceptions import JobNotFound
-from django_redislock.queue.core import Queue
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.queue import Queue
+from django_redislock.queue.worker.loop import Worker
 
 from ..conftest import _configure
 from .test_queue_commands import run

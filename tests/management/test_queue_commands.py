@@ -12,8 +12,8 @@ from django.core.management import CommandError, call_command
 
 from django_redislock import Lock, get_queue, get_redis
 from django_redislock.management.commands import redislock_purge, redislock_requeue
-from django_redislock.queue.core import Queue
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.queue import Queue
+from django_redislock.queue.worker.loop import Worker
 
 from ..conftest import _configure
 

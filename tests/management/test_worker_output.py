@@ -18,7 +18,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from django_redislock import get_queue, get_redis
-from django_redislock.queue.registry import live_workers
+from django_redislock.queue.worker.registry import live_workers
 from tests.servers import free_port
 
 from ..conftest import Backend

@@ -13,7 +13,7 @@ import pytest
 
 from django_redislock import AsyncLock, Lock, get_queue
 from django_redislock.exceptions import LockNotOwned
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
 from django_redislock.signals import lock_acquired
 
 from ..conftest import Backend

@@ -40,8 +40,8 @@ from django.test import Client
 from django.urls import reverse
 
 from django_redislock import get_queue
-from django_redislock.queue.registry import Heartbeat
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.registry import Heartbeat
 
 from ..conftest import Backend
 from .scraping import TOKEN, URL, Samples, named, parsed, scrape, states, value

@@ -18,7 +18,7 @@ from opentelemetry.util._once import Once
 
 from django_redislock import get_queue
 from django_redislock.metrics import tracing
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
 
 from ..conftest import Backend
 from ..tasks import boom, record

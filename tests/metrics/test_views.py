@@ -11,7 +11,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from django_redislock import get_queue
-from django_redislock.queue.registry import Heartbeat
+from django_redislock.queue.worker.registry import Heartbeat
 from tests.servers import free_port
 
 from ..conftest import Backend

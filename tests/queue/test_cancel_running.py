@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from django_redislock import get_queue
-from django_redislock.queue.core import Queue
+from django_redislock.queue.queue import Queue
 
 from ..conftest import Backend, Processes
 from ..limit_tasks import CLEANED, FINISHED, SWALLOWED

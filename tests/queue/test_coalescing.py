@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from django_redislock import get_queue, get_redis
-from django_redislock.queue.core import Queue
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.queue import Queue
+from django_redislock.queue.worker.loop import Worker
 
 from ..conftest import Backend, Processes
 from ..tasks import DONE

@@ -63,8 +63,8 @@ except ImportError:  # Django 5.2: the backport
     from django_tasks.signals import task_enqueued, task_finished, task_started
 
 from django_redislock import get_queue
-from django_redislock.queue.tasks import RedisTaskBackend
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.tasks.backend import RedisTaskBackend
 
 from .. import task_examples as examples
 from ..conftest import Backend

@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from django_redislock.exceptions import JobNotFound
-from django_redislock.queue.core import Queue, get_queue
+from django_redislock.queue.queue import Queue, get_queue
 
 from ..conftest import Backend
 

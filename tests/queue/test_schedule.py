@@ -17,8 +17,8 @@ import pytest
 from django_redislock import get_queue, get_redis
 from django_redislock.checks import check_settings
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.queue.schedule import Entry, Scheduler
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.schedule import Entry, Scheduler
 from tests.servers import RedisServer
 
 from ..conftest import Backend, Processes
@@ -185,11 +185,11 @@ def test_without_the_tasks_framework_the_task_is_an_error_not_a_crash(
 ) -> None:
     # As on Django 5.2 without the backport: importing django_redislock.tasks raises
     # ImproperlyConfigured.
-    from django_redislock.queue.tasks import FRAMEWORK
+    from django_redislock.tasks.backend import FRAMEWORK
 
-    monkeypatch.delitem(sys.modules, "django_redislock.queue.tasks")
-    monkeypatch.delitem(sys.modules, "django_redislock.queue.task_jobs")
-    monkeypatch.delitem(sys.modules, "django_redislock.queue.runner")
+    monkeypatch.delitem(sys.modules, "django_redislock.tasks.backend")
+    monkeypatch.delitem(sys.modules, "django_redislock.tasks.results")
+    monkeypatch.delitem(sys.modules, "django_redislock.queue.execution")
     monkeypatch.setitem(sys.modules, f"{FRAMEWORK}.base", None)
     settings.REDISLOCK = {"SCHEDULE": {"e": {"task": TASK, "every": 60}}}
     [error] = check_settings()

@@ -22,7 +22,7 @@ except ImportError:  # Django 5.2: the backport
     from django_tasks.signals import task_enqueued, task_finished, task_started
 
 from django_redislock import get_queue, get_redis
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
 
 from .. import task_examples as examples
 from ..conftest import Backend

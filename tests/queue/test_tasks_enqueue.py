@@ -23,7 +23,7 @@ except ImportError:  # Django 5.2: the backport
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import JobNotFound
-from django_redislock.queue.task_jobs import FRAMEWORK, RedisTask
+from django_redislock.tasks.results import FRAMEWORK, RedisTask
 
 from .. import task_examples as examples
 from ..conftest import Backend
@@ -150,7 +150,7 @@ def test_tasks_made_again_and_again_each_enqueue_as_made(tasks: Backend) -> None
 
 
 def test_a_new_result_is_the_one_the_framework_would_build(tasks: Backend) -> None:
-    from django_redislock.queue import task_jobs
+    from django_redislock.tasks import results as task_jobs
 
     # Built field by field on both Django lines: a framework whose TaskResult changed
     # shape goes the long way (its own __init__), and this says so.

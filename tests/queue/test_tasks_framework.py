@@ -32,9 +32,9 @@ except ImportError:  # Django 5.2: the backport
 
 from django_redislock import get_queue
 from django_redislock.exceptions import InvalidTask as Refused
-from django_redislock.queue.runner import run_job
-from django_redislock.queue.tasks import RedisTaskBackend
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.execution import run_job
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.tasks.backend import RedisTaskBackend
 
 from .. import task_examples as examples
 from ..conftest import Backend, Processes

@@ -18,13 +18,13 @@ import pytest
 from django_redislock import get_queue, get_redis
 from django_redislock.checks import check_settings
 from django_redislock.exceptions import JobTimeLimitExceeded
-from django_redislock.queue.core import Queue
 from django_redislock.queue.jobs import Job
-from django_redislock.queue.limits import TimeLimits
-from django_redislock.queue.registry import live_workers
-from django_redislock.queue.task_jobs import signals
+from django_redislock.queue.queue import Queue
 from django_redislock.queue.time_limits import META_KEY
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.registry import live_workers
+from django_redislock.queue.worker.time_limits import TimeLimits
+from django_redislock.tasks.results import signals
 
 from .. import limit_tasks
 from ..conftest import Backend, Processes

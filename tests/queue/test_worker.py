@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from django_redislock import get_queue, get_redis
-from django_redislock.queue.registry import live_workers
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.registry import live_workers
 from tests.servers import free_port
 
 from ..conftest import Backend, Processes
@@ -56,7 +56,10 @@ def test_workers_run_every_job_and_stop_on_sigterm(real: Backend, processes: Pro
     queue.enqueue_many([{"task": "tests.tasks.record", "args": [i]} for i in range(200)])
     wait_for(lambda: len(done()) == 200)
     assert sorted(d["n"] for d in done()) == list(range(200))
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    # A job's record is written before its worker settles it: the last one may still be
+    # settling when the record count reaches 200.
+    settled = {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    wait_for(lambda: queue.counts() == settled)
     assert sum(w["processed"] for w in live_workers()) <= 200
     for worker in workers:
         os.kill(worker.pid, signal.SIGTERM)
@@ -164,18 +167,18 @@ def test_the_worker_never_imports_the_tasks_backend_nor_the_admin_the_framework(
     code = """
 import sys, django
 django.setup()
-import django_redislock.queue.worker
-assert "django_redislock.queue.tasks" not in sys.modules, "the worker imported the backend"
+import django_redislock.queue.worker.loop
+assert "django_redislock.tasks.backend" not in sys.modules, "the worker imported the backend"
 for name in [m for m in sys.modules if m.startswith(("django_redislock", "django_tasks",
                                                      "django.tasks"))]:
     del sys.modules[name]
 for blocked in ("django_tasks", "django.tasks"):
     sys.modules[blocked] = None  # as on Django 5.2 without the backport
-from django_redislock.queue.registry import live_workers
+from django_redislock.queue.worker.registry import live_workers
 assert callable(live_workers)
 from django.core.exceptions import ImproperlyConfigured
 try:
-    import django_redislock.queue.worker
+    import django_redislock.queue.worker.loop
 except ImproperlyConfigured:
     print("ok")
 """
@@ -186,7 +189,7 @@ except ImproperlyConfigured:
 
 def test_a_refused_task_is_a_queue_error() -> None:
     from django_redislock.exceptions import InvalidTask, QueueError
-    from django_redislock.queue.runner import resolve_task
+    from django_redislock.queue.execution import resolve_task
 
     with pytest.raises(QueueError, match="not in an installed app") as refused:
         resolve_task("os.system")

@@ -23,9 +23,9 @@ except ImportError:  # Django 5.2: the backport
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.queue.core import MAX_BATCH, Queue
-from django_redislock.queue.registry import live_workers
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.queue import MAX_BATCH, Queue
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.registry import live_workers
 
 from ..conftest import Backend, Processes
 from ..tasks import DONE

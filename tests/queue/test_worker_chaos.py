@@ -28,10 +28,10 @@ import redis
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.queue.channel import Channel
-from django_redislock.queue.core import MAX_DELAY, Queue
-from django_redislock.queue.registry import live_workers
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.queue import MAX_DELAY, Queue
+from django_redislock.queue.worker.channel import Channel
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.registry import live_workers
 from tests.servers import RedisServer
 
 from ..conftest import Processes

@@ -21,9 +21,9 @@ import redis
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.queue import leases as leases_module
-from django_redislock.queue.registry import live_workers
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker import leases as leases_module
+from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.registry import live_workers
 from tests.servers import RedisServer
 
 from ..conftest import Backend, Processes
@@ -58,7 +58,7 @@ class ReportLost(logging.Handler):
 
 
 def work(concurrency: int) -> None:
-    logging.getLogger(leases_module.__name__).addHandler(ReportLost(logging.WARNING))
+    leases_module.logger.addHandler(ReportLost(logging.WARNING))
     Worker(["default"], concurrency=concurrency).run()
 
 

@@ -12,7 +12,7 @@ from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 
 from django_redislock import AsyncLock, Lock, Redlock
-from django_redislock.queue.core import get_queue
+from django_redislock.queue.queue import get_queue
 from django_redislock.redis.clients import get_redis
 from django_redislock.test import run_jobs
 from tests.servers import RedisServer

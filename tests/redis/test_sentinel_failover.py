@@ -35,7 +35,7 @@ import pytest
 from django_redislock import get_queue
 from django_redislock.exceptions import LockError, RedisUnavailable
 from django_redislock.locks.lock import Lock
-from django_redislock.queue.worker import Worker
+from django_redislock.queue.worker.loop import Worker
 from django_redislock.redis.clients import call, get_redis
 from tests.sentinel_servers import RedisSentinelGroup
 

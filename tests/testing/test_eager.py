@@ -8,7 +8,7 @@ import pytest
 from django.core.checks import run_checks
 from django.db import transaction
 
-from django_redislock.queue.core import get_queue
+from django_redislock.queue.queue import get_queue
 from django_redislock.redis.clients import reset_connections
 
 from . import tasks

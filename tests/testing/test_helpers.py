@@ -8,7 +8,7 @@ import pytest
 
 from django_redislock import Lock
 from django_redislock.conf import conf
-from django_redislock.queue.core import get_queue
+from django_redislock.queue.queue import get_queue
 from django_redislock.redis.clients import get_redis, reset_connections
 from django_redislock.test import delete_prefix, isolated_keys, run_jobs
 from tests.models import Account

@@ -46,7 +46,7 @@ from django.db import transaction
 from django.test import override_settings
 
 from django_redislock.exceptions import JobNotFound
-from django_redislock.queue.core import get_queue
+from django_redislock.queue.queue import get_queue
 from django_redislock.test import run_jobs
 from tests.models import Account
 

@@ -16,7 +16,8 @@ from django_redislock.management.operating import (
     confirmed,
     named_queue,
 )
-from django_redislock.queue.core import Queue
+
+from ...queue.queue import Queue
 
 BATCH = 500  # jobs read per page, and between two progress lines
 

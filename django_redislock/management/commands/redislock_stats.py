@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from django_redislock.conf import conf
 from django_redislock.management.operating import command_errors, named_queue, seconds
 from django_redislock.queue.jobs import LISTED_STATES
-from django_redislock.queue.registry import live_workers
+
+from ...queue.worker.registry import live_workers
 
 
 class Command(BaseCommand):

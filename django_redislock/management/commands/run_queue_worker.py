@@ -1,4 +1,4 @@
-"""``manage.py run_queue_worker``: a thin shell over ``django_redislock.queue.worker.Worker``."""
+"""``manage.py run_queue_worker``: a thin shell over ``queue.worker.loop.Worker``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from django.utils import autoreload
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.management.reloading import reloading
 from django_redislock.management.worker_logging import VERBOSITY_HELP, worker_logging
-from django_redislock.queue.supervisor import RECYCLE, Supervisor
-from django_redislock.queue.worker import Worker
+
+from ...queue.worker.loop import Worker
+from ...queue.worker.supervisor import RECYCLE, Supervisor
 
 # Exit status when Redis cannot be reached at start (a supervisor may retry later).
 EXIT_REDIS_UNAVAILABLE = 3

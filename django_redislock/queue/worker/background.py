@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.queue.background")  # the name users' LOGGING knows
 
 
 class Background:

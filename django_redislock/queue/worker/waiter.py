@@ -11,8 +11,8 @@ from typing import Any
 
 import redis
 
-from ..exceptions import RedisUnavailable
-from ..redis.clients import UNAVAILABLE, call, is_cluster
+from ...exceptions import RedisUnavailable
+from ...redis.clients import UNAVAILABLE, call, is_cluster
 
 # Longest single block on Redis while idle (a stop request ends it at once).
 MAX_BLOCK = 1.0

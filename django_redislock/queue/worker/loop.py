@@ -27,24 +27,24 @@ from typing import Any
 import redis
 from django.db import close_old_connections
 
-from ..conf import conf
-from ..exceptions import JobTimeLimitExceeded, RedisUnavailable
-from ..redis.durability import redis_durability_warnings
+from ...conf import conf
+from ...exceptions import JobTimeLimitExceeded, RedisUnavailable
+from ...redis.durability import redis_durability_warnings
+from ..fetch_scripts import MAX_BATCH
+from ..queue import Job, Queue, get_queue
+from ..time_limits import queue_graces, queue_time_limits
 from .background import Background
-from .core import Job, Queue, get_queue
 from .leases import Leases
-from .limits import TimeLimits
 from .registry import Heartbeat
 from .runner import Runner
 from .schedule import Scheduler
-from .scripts import MAX_BATCH
 from .supervisor import HARD_STOPPED
-from .time_limits import queue_graces, queue_time_limits
+from .time_limits import TimeLimits
 from .waiter import Waiter
 
 __all__ = ["Worker"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.queue.worker")  # the name users' LOGGING knows
 
 MAX_CONCURRENCY = MAX_BATCH
 BACKOFF_MAX = 5.0

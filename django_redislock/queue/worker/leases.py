@@ -3,7 +3,7 @@ that finished and giving back those that never started.
 
 With one job at a time, jobs are leased a few ahead while they are quick. Each job is told
 to Redis as it starts, together with the jobs finished before it, without waiting for the
-reply (``queue.channel``): an attempt is charged when its job starts, so a job that kills
+reply (``channel``): an attempt is charged when its job starts, so a job that kills
 its worker uses up its own attempts and never those of the jobs leased behind it. The
 keeper thread bounds what leasing ahead costs: a finished job waits at most ``ACK_HOLD`` for
 its acknowledgement, and jobs leased ahead of one that runs longer than ``GIVE_BACK_AFTER``,
@@ -18,13 +18,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from ..exceptions import RedisUnavailable
+from ...exceptions import RedisUnavailable
+from ..queue import Job, Queue
 from .background import Background, periodic
 from .channel import Channel
-from .core import Job, Queue
 from .renewal import Leased, Renewal
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
 
 # Leasing ahead (one job at a time only): up to PREFETCH_MAX jobs while each takes under
 # QUICK seconds; back to one after a slower job.

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..conf import conf
-from ..exceptions import RedisUnavailable
-from ..redis.clients import UNAVAILABLE, get_redis
+from ...conf import conf
+from ...exceptions import RedisUnavailable
+from ...redis.clients import UNAVAILABLE, get_redis
 from .background import Background, periodic
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.queue.registry")  # the name users' LOGGING knows
 
 
 def registry_key() -> str:

@@ -32,17 +32,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from asgiref.sync import async_to_sync, iscoroutinefunction
 
-from ..exceptions import JobCancelled, JobTimeLimitExceeded
+from ...exceptions import JobCancelled, JobTimeLimitExceeded
+from ..jobs import Job
+from ..time_limits import job_time_limit
 from .background import Background
-from .jobs import Job
-from .time_limits import job_time_limit
 
 DEFAULT_GRACE = 10.0  # a queue's TIME_LIMIT_GRACE unless it says otherwise (conf.QUEUE_DEFAULTS)
 
 if TYPE_CHECKING:
-    from .core import Queue
+    from ..queue import Queue
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.queue.limits")  # the name users' LOGGING knows
 
 IDLE = 1.0  # longest sleep of the watcher with nothing to watch (it is woken on a new job)
 

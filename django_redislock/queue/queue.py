@@ -13,14 +13,14 @@ from ..conf import conf
 from ..redis.clients import get_redis, run_script
 from ..redis.scripts import LuaScript
 from .arguments import MAX_DELAY, checked_delay
-from .calls import WorkerCalls
+from .fetch_scripts import POP
+from .fetching import WorkerCalls
 from .jobs import Job, JobState, attempt_error, error_text, text, trimmed
 from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
 from .producing import Producing
-from .scripts import POP
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 

@@ -11,8 +11,8 @@ any of them); ``run_queue_worker`` runs it. Results (return value, every attempt
 times, the worker of each attempt) are kept for the queue's ``RESULT_TTL`` after the task
 finishes.
 
-The backend only adapts: the worker runs jobs as tasks (``runner.run_job``), and ``enqueue``
-refuses what it would refuse to run (``runner.resolve_task``).
+The backend only adapts: the worker runs jobs as tasks (``execution.run_job``), and ``enqueue``
+refuses what it would refuse to run (``execution.resolve_task``).
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from django.utils import timezone as django_timezone
 from ..conf import conf, user_settings
 from ..exceptions import InvalidTask, JobNotFound
 from ..metrics import tracing
+from ..queue.arguments import due_argument, new_id
+from ..queue.eager import eager_job, run_now
+from ..queue.execution import resolve_task
+from ..queue.jobs import encoded_meta
+from ..queue.on_commit import commit_alias, described, push_at_commit
+from ..queue.queue import Job, Queue, get_queue
 from ..redis.clients import get_redis
-from .arguments import due_argument, new_id
-from .core import Job, Queue, get_queue
-from .eager import eager_job, run_now
-from .jobs import encoded_meta
-from .on_commit import commit_alias, described, push_at_commit
-from .runner import resolve_task
-from .task_jobs import (
+from .results import (
     FRAMEWORK,
     NOT_A_TASK,
     FrameworkInvalidTask,

@@ -20,15 +20,15 @@ from typing import Any
 
 import redis
 
-from ..exceptions import RedisUnavailable
-from ..redis.clients import UNAVAILABLE, is_cluster
-from ..redis.scripts import LuaScript
-from ..redis.wire import packer
-from .core import Job, Queue
-from .jobs import text
-from .scripts import MAX_BATCH, POP, START
+from ...exceptions import RedisUnavailable
+from ...redis.clients import UNAVAILABLE, is_cluster
+from ...redis.scripts import LuaScript
+from ...redis.wire import packer
+from ..fetch_scripts import MAX_BATCH, POP, START
+from ..jobs import text
+from ..queue import Job, Queue
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.queue.channel")  # the name users' LOGGING knows
 
 Finished = list[tuple[Job, "str | None"]]
 Call = tuple[list[str], list[Any]]

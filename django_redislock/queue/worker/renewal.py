@@ -9,7 +9,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from .core import Job, Queue
+from ..queue import Job, Queue
 
 logger = logging.getLogger("django_redislock.queue.leases")
 

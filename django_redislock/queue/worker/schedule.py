@@ -30,12 +30,12 @@ from typing import Any
 
 from django.utils import timezone
 
-from ..conf import conf
-from ..exceptions import RedisUnavailable
-from ..redis.clients import call
-from .core import get_queue
+from ...conf import conf
+from ...exceptions import RedisUnavailable
+from ...redis.clients import call
+from ..queue import get_queue
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("django_redislock.queue.schedule")  # the name users' LOGGING knows
 
 MAX_CATCH_UP = 100
 ENTRY_OPTIONS = ("task", "every", "cron", "args", "kwargs", "queue", "priority", "catch_up")

@@ -1,6 +1,6 @@
 """A queue job seen as a Django task: the framework's classes (``django.tasks`` on Django 6,
 the ``django-tasks`` backport on Django 5.2), a task's arguments as a job stores them, and a
-job's ``TaskResult``. Which task a job names is the runner's (``runner.resolve_task``).
+job's ``TaskResult``. Which task a job names is ``queue.execution.resolve_task``'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import django
 from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask
-from .jobs import AttemptError, Job, JobState, dumps_scalars
+from ..queue.jobs import AttemptError, Job, JobState, dumps_scalars
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 try:

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..redis.scripts import LuaScript
+from .fetch_scripts import PEEK
 from .jobs import Job, JobState, decoded, decoded_meta, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
-from .scripts import PEEK
 
 
 class WorkerCalls:

@@ -1,0 +1,110 @@
+"""Running one job's task, for the worker and for eager mode alike: the task it names
+(``resolve_task``: only an object ``@task`` made in an installed app, never anything else a
+path read from Redis could name), called with the Tasks framework's signals (``run_job``).
+
+A time limit is the caller's: the worker hands in its ``Watch``; eager mode has none.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any, Protocol
+
+from django.apps import apps
+from django.utils import timezone
+
+from ..exceptions import InvalidTask
+from ..metrics.tracing import traced_run
+from ..tasks.results import (
+    NOT_A_TASK,
+    Task,
+    TaskContext,
+    TaskError,
+    TaskResultStatus,
+    restored,
+    signals,
+    task_result,
+    to_json,
+)
+from .jobs import Job
+
+
+class Watch(Protocol):
+    """A running job's time limit, as the worker's ``TimeLimits`` gives it."""
+
+    def call(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Any: ...
+
+
+_resolved: dict[str, Any] = {}
+
+
+def resolve_task(path: str) -> Any:
+    """The task object at ``path``. Only an object that ``@task`` made, in a module of an
+    installed app: a path read from Redis never imports or runs anything else."""
+    found = _resolved.get(path)
+    if found is None:
+        found = _resolved[path] = _resolve(path)
+    return found
+
+
+def _resolve(path: str) -> Any:
+    module_name, _, attr = path.rpartition(".")
+    if not module_name or not any(
+        module_name == app.name or module_name.startswith(app.name + ".")
+        for app in apps.get_app_configs()
+    ):
+        raise InvalidTask(f"{path!r} is not in an installed app; the worker will not import it.")
+    try:
+        obj = getattr(import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidTask(f"{path!r} does not exist ({exc}).") from exc
+    if not isinstance(obj, Task):
+        raise InvalidTask(f"{path!r} is not a task: decorate the function with @task.")
+    return obj
+
+
+@traced_run
+def run_job(job: Job, watch: Watch | None = None) -> str:
+    """Run a leased job as its task, sending the framework's ``task_started`` and
+    ``task_finished`` signals; returns the return value as JSON. Raises InvalidTask when it
+    must not run (or its value cannot be kept), JobTimeLimitExceeded when it reached the
+    time limit of its ``watch``, else whatever the task raised."""
+    if not job.task:
+        raise InvalidTask(NOT_A_TASK)
+    task = restored(resolve_task(job.task), job, None)
+    # Sent by the class of the task's backend, as the framework's own backends send them.
+    sender = type(task.get_backend())
+    now = timezone.now()
+    result = task_result(job, task, task.backend, TaskResultStatus.RUNNING)
+    object.__setattr__(result, "started_at", now)
+    object.__setattr__(result, "last_attempted_at", now)
+    signals.task_started.send(sender, task_result=result)
+    try:
+        args = (TaskContext(task_result=result), *job.args) if task.takes_context else job.args
+        if watch is None:
+            value = task.call(*args, **job.kwargs)
+        else:  # as task.call does, under the limit
+            value = watch.call(task.func, args, job.kwargs)
+        try:  # normalised as the framework's own backends do (tuples, bytes, mappings)
+            text = to_json(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidTask(
+                f"{job.task} returned a value that is not JSON-serializable ({exc})."
+            ) from exc
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, CancelledError too
+        cls = type(exc)
+        object.__setattr__(result, "status", TaskResultStatus.FAILED)
+        object.__setattr__(result, "finished_at", timezone.now())
+        path = f"{cls.__module__}.{cls.__qualname__}"
+        trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
+        result.errors.append(TaskError(exception_class_path=path, traceback=trace))
+        signals.task_finished.send(sender, task_result=result)
+        raise
+    object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+    object.__setattr__(result, "finished_at", timezone.now())
+    object.__setattr__(result, "_return_value", json.loads(text))
+    signals.task_finished.send(sender, task_result=result)
+    return text

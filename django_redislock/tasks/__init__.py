@@ -1,0 +1,21 @@
+"""The Django Tasks backend on the django-redislock queues: ``RedisTaskBackend``, the import
+path for ``TASKS[...]["BACKEND"]`` (``"django_redislock.tasks.RedisTaskBackend"``), in
+``backend``; a job seen as a task and its ``TaskResult`` in ``results``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["RedisTaskBackend"]
+
+if TYPE_CHECKING:
+    from .backend import RedisTaskBackend
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the worker runs jobs through ``results`` without ever importing the backend.
+    if name == "RedisTaskBackend":
+        from .backend import RedisTaskBackend
+
+        return RedisTaskBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
