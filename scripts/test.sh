@@ -13,12 +13,25 @@ echo "== ruff, mypy"
 "$VENV/bin/ruff" format --check .
 "$VENV/bin/mypy"
 
+# Tests never rewrite tracked files: the working tree's changes are the same after the run.
+tracked_state() { git diff HEAD 2>/dev/null | sha1sum; }
+before=$(tracked_state)
+tracked_unchanged() {
+  if [ "$(tracked_state)" != "$before" ]; then
+    echo "!! The test run changed tracked files:" >&2
+    git diff --stat >&2
+    return 1
+  fi
+}
+
 echo "== pytest on Django $("$VENV/bin/python" -m django --version), $("$VENV/bin/python" --version)"
 "$VENV/bin/python" -m pytest "$@"
+tracked_unchanged
 
 if "$VENV/bin/python" -c 'import django, sys; sys.exit(django.VERSION < (6, 0))'; then
   echo "== this leg already ran Django 6; for Django 5.2 use a Python 3.10 or 3.11 virtualenv"
   exit 0
 fi
 echo "== the Django 6 leg"
-exec bash scripts/django6_leg.sh "$@"
+bash scripts/django6_leg.sh "$@"
+tracked_unchanged

@@ -225,7 +225,7 @@ def _describe_cancel(t: Mapping[str, str]) -> dict[str, Any]:
 def _cancel(t: Mapping[str, str]) -> str:
     queue, job = job_in(t, JobState.RUNNING)
     who = f"admin {t.get('user') or '?'}".replace("|", "/")[:200]
-    if not queue._cancel(job.id, "", JobState.RUNNING.letter, who):  # only while running
+    if not queue.stop(job.id, by=who):
         raise Gone(f"Job “{job.id}” was not running any more; nothing was done.")
     return f"Job “{job.id}” of queue “{queue.name}” was asked to stop."
 

@@ -37,7 +37,11 @@ class Lock(SyncWaiting, SyncContext):
             self._forget(owner)  # expired or taken over meanwhile: acquire afresh
         token = f"{token_hex(8)}|"
         args = self._args(token, timeout > 0, False)
-        reply = self._run(client, ACQUIRE, self._keys.acquiring(token), args)
+        try:
+            reply = self._run(client, ACQUIRE, self._keys.acquiring(token), args)
+        except BaseException:
+            self._abandon(client, token)
+            raise
         if type(reply) is not int:
             reply = self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
             if reply is None:

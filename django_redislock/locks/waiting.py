@@ -98,6 +98,15 @@ class SyncWaiting(LockBase):
         if fence >= 0:
             self._release_handed(client, token, fence)
 
+    def _abandon(self, client: Any, token: str) -> None:
+        """Leave the queue and free whatever ``token`` may hold, after an ``ACQUIRE`` whose
+        reply never came (the connection cut, a failover): Redis may have run it. Errors are
+        only logged; if Redis is gone, the TTL frees what it took."""
+        try:
+            self._leave(client, token)
+        except Exception:
+            logger.warning("Could not clean up an abandoned acquire of %s %r", self.noun, self.name)
+
     def _release_handed(self, client: Any, token: str, fence: int) -> None:
         """Release what a hand-off gave ``token`` (with ``fence``) too late."""
         self._release_token(client, token)

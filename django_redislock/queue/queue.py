@@ -69,10 +69,12 @@ class Queue(Producing, WorkerCalls, Operations):
         cancel."""
         if score is not None:
             return self._cancel(job_id, int(score), CANCELLABLE)
-        who = by if by is not None else f"{socket.gethostname()} pid {os.getpid()}"
-        if not isinstance(who, str) or not who or "|" in who or len(who) > 200:
-            raise ValueError("by must be a non-empty str of at most 200 characters, no '|'.")
-        return self._cancel(job_id, "", CANCELLABLE + JobState.RUNNING.letter, who)
+        return self._cancel(job_id, "", CANCELLABLE + JobState.RUNNING.letter, _asker(by))
+
+    def stop(self, job_id: str, *, by: str | None = None) -> bool:
+        """Ask a running job to stop, as ``cancel`` does, but only a running one: False when
+        the job is not running (any more), and then nothing is done."""
+        return self._cancel(job_id, "", JobState.RUNNING.letter, _asker(by))
 
     # --- consuming ---------------------------------------------------------------------
 
@@ -193,3 +195,11 @@ def get_queue(name: str = "default", using: str | None = None) -> Queue:
     if not isinstance(name, str):
         raise TypeError(f"Queue name must be a str, not {type(name).__name__}.")
     return Queue(name, using)
+
+
+def _asker(by: str | None) -> str:
+    """Who asks a running job to stop: ``by``, checked, or this host and process."""
+    who = by if by is not None else f"{socket.gethostname()} pid {os.getpid()}"
+    if not isinstance(who, str) or not who or "|" in who or len(who) > 200:
+        raise ValueError("by must be a non-empty str of at most 200 characters, no '|'.")
+    return who

@@ -46,9 +46,10 @@ local function live(holders, now)
 end
 
 -- Drops up to ``batch`` index entries whose latest permit expired: the semaphore is idle.
--- Both clocks are the server's, so no margin is needed. Returns how many it dropped.
+-- Both clocks are the server's, so no margin is needed; an entry due at ``now`` is idle, as
+-- a permit due then is no longer live (``live``). Returns how many it dropped.
 local function sweep(index, now, batch)
-  local idle = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. now, 'LIMIT', 0, batch)
+  local idle = redis.call('ZRANGEBYSCORE', index, '-inf', now, 'LIMIT', 0, batch)
   for i = 1, #idle, 1000 do  -- Lua's unpack takes a few thousand values at most
     redis.call('ZREM', index, unpack(idle, i, math.min(i + 999, #idle)))
   end

@@ -45,7 +45,13 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
             self._forget(owner)  # expired or force-released meanwhile: acquire afresh
         token = self._new_token()
         args = self._acquire_argv(token, timeout > 0, False)
-        fence = self._outcome(self._call(client, ACQUIRE, self._layout.acquiring(token), args, 2))
+        try:
+            fence = self._outcome(
+                self._call(client, ACQUIRE, self._layout.acquiring(token), args, 2)
+            )
+        except BaseException:
+            self._abandon(client, token)
+            raise
         if type(fence) is not int:
             fence = self._wait(client, token, deadline, fence[0]) if timeout > 0 else None
             if fence is None:

@@ -1,7 +1,9 @@
 """The admin pages in a real browser: Playwright drives the system Chromium against a live
 Django server, a real redis-server, a lock held and awaited by other processes and a
-``manage.py run_queue_worker`` process. Every run rewrites the README's screenshot,
-``docs/admin.png``, and those of a job in full and of dead jobs checked for a bulk retry.
+``manage.py run_queue_worker`` process. Each run takes the README's screenshot (the locks
+tab), one of a job in full and one of dead jobs checked for a bulk retry: into a temporary
+directory, or into ``docs/`` to refresh them (``REDISLOCK_SCREENSHOTS=docs``); a test run
+never rewrites tracked files by itself.
 
 Nothing skips: without Chromium or Playwright the tests fail and say how to install them
 (``scripts/setup.sh`` does both, Chromium from apt when run as root)."""
@@ -42,9 +44,9 @@ else:
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(90)]
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = ROOT / "docs" / "admin.png"
-JOB_SCREENSHOT = ROOT / "docs" / "admin-job.png"  # a finished job in full
-DEAD_SCREENSHOT = ROOT / "docs" / "admin-dead.png"  # dead jobs, checked for a bulk retry
+SCREENSHOT = "admin.png"  # the README's
+JOB_SCREENSHOT = "admin-job.png"  # a finished job in full
+DEAD_SCREENSHOT = "admin-dead.png"  # dead jobs, checked for a bulk retry
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 # Long enough for another process to act and for the pages' own 5 s auto-refresh to show it.
@@ -57,6 +59,18 @@ JOB = "close:1042"
 
 
 # --- the server, the browser and the other processes ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: ``REDISLOCK_SCREENSHOTS`` (``docs`` refreshes the README's,
+    relative to the project), else a temporary directory."""
+    wanted = os.environ.get("REDISLOCK_SCREENSHOTS")
+    if not wanted:
+        return tmp_path_factory.mktemp("screenshots")
+    where = ROOT / wanted
+    where.mkdir(parents=True, exist_ok=True)
+    return where
 
 
 @pytest.fixture
@@ -235,7 +249,12 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def test_force_release_hands_a_lock_held_by_another_process_to_its_waiter(
-    contested: Contested, server: str, page: Page, processes: Processes, django_user_model: Any
+    contested: Contested,
+    server: str,
+    page: Page,
+    processes: Processes,
+    django_user_model: Any,
+    shots: Path,
 ) -> None:
     others = [Lock("points:user:7", ttl=45, fencing=True), Lock("close-unpaid:1042", ttl=900)]
     for lock in others:  # company for the screenshot
@@ -250,8 +269,7 @@ def test_force_release_hands_a_lock_held_by_another_process_to_its_waiter(
         expect(ttl_left).to_have_text(re.compile(r"^([1-5]\d s|1 min)$"))  # of its 60 s
         expect(fence).to_have_text(str(contested.fence))
         expect(waiters).to_have_text("1")  # the other process, queued on the lock
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=SCREENSHOT)
+        page.screenshot(path=shots / SCREENSHOT)
 
         row.get_by_role("link", name="Force release").click()
         expect(page.locator("#content-main")).to_contain_text(
@@ -283,13 +301,13 @@ def test_force_release_hands_a_lock_held_by_another_process_to_its_waiter(
         for lock in others:
             if lock.owned():
                 lock.release()
-    assert png_size(SCREENSHOT) == (VIEWPORT["width"], VIEWPORT["height"])
+    assert png_size(shots / SCREENSHOT) == (VIEWPORT["width"], VIEWPORT["height"])
     contested.finish.set()
     processes.join_all(10)
 
 
 def test_run_now_starts_a_scheduled_job_that_a_worker_then_runs(
-    worker: WorkerProcess, server: str, page: Page, django_user_model: Any
+    worker: WorkerProcess, server: str, page: Page, django_user_model: Any, shots: Path
 ) -> None:
     queue = get_queue()
     queue.enqueue("tests.tasks.record", args=[1042], job_id=JOB, delay=3600)
@@ -326,7 +344,7 @@ def test_run_now_starts_a_scheduled_job_that_a_worker_then_runs(
     expect(page.locator('#job [data-field="state"]')).to_have_text("finished")
     expect(page.locator('#job [data-field="result"]')).to_have_text("1042")
     expect(page.locator("#attempts")).to_contain_text("No attempt of this job has failed.")
-    page.screenshot(path=JOB_SCREENSHOT, full_page=True)
+    page.screenshot(path=shots / JOB_SCREENSHOT, full_page=True)
     tab(page, "Schedule").click()
     expect(page.locator("#schedule")).to_contain_text("No periodic job is configured")
 
@@ -340,7 +358,7 @@ def test_run_now_starts_a_scheduled_job_that_a_worker_then_runs(
 
 
 def test_dead_jobs_checked_are_retried_in_bulk(
-    server: str, page: Page, django_user_model: Any
+    server: str, page: Page, django_user_model: Any, shots: Path
 ) -> None:
     queue = get_queue()
     trace = "Traceback (most recent call last):\n" + '  File "shop/tasks.py", line 12\n' * 3
@@ -356,7 +374,7 @@ def test_dead_jobs_checked_are_retried_in_bulk(
     boxes.nth(2).check()
     # A long id is cut to the table's width: nothing overflows the 1280 px window.
     assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]
-    page.screenshot(path=DEAD_SCREENSHOT)
+    page.screenshot(path=shots / DEAD_SCREENSHOT)
     page.get_by_role("button", name="Retry", exact=True).click()
     expect(page.locator("#content-main")).to_contain_text(
         "Run the 2 dead jobs of queue “default” checked again now"

@@ -119,3 +119,17 @@ def test_a_job_ignoring_the_request_is_still_never_run_again(
     assert strings(SWALLOWED) == ["1"]
     assert queue.pop() == []
     stop(worker)
+
+
+def test_stop_asks_only_a_running_job_to_stop(queue: Queue) -> None:
+    """``stop`` (what the admin's "stop" action calls) leaves a job that is not running
+    alone: False, and the job is still there as it was."""
+    queue.enqueue(SPIN, [1, 30], job_id="waiting")
+    assert not queue.stop("waiting", by="admin bob")
+    assert queue.get("waiting").state == "ready"
+    [job] = queue.pop()
+    assert queue.stop("waiting", by="admin bob")
+    assert queue.renew_leases([job]) == ([], ["waiting"])
+    with pytest.raises(ValueError, match="by must be"):
+        queue.stop("waiting", by="a|b")
+    assert not queue.stop("missing")
