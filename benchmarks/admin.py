@@ -200,12 +200,12 @@ def fill_locks(client: Any, count: int) -> None:
         for i in range(start, end):
             lock = Lock(lock_name(i, count), ttl=LOCK_TTL, fencing=i % 2 == 0)
             token = f"{token_hex(8)}|"
-            keys = lock.keys.acquiring(token)
+            keys = lock.keys.acquiring
             args = list(lock._args(token, register=False, queued=False))
             pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
             if i % 100 == 50:  # a waiter, queued (registered for as long as the lock lasts)
                 waiter = f"{token_hex(8)}|"
-                keys = lock.keys.acquiring(waiter)
+                keys = lock.keys.acquiring
                 args[0], args[7] = waiter, LOCK_TTL * 1000
                 pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
         held = sum(1 for reply in pipe.execute() if type(reply) is int)  # else {pttl}: busy

@@ -10,21 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from secrets import token_hex
 from threading import current_thread
 from typing import Any
 
-from redis.exceptions import RedisError
-
-from ..exceptions import RedisUnavailable
 from ..redis.aio import call, run_script
-from ..redis.scripts import LuaScript
 from . import renewer as _renewer
 from .base import Hold
 from .options import now_ms
-from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, WAKE
-from .waiting import AsyncWaiting
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
+from .waiting import AsyncWaiting, addressed_to, woken
 from .waiting import _task as _task  # views/locked.py imports it from here
 
 logger = logging.getLogger("django_redislock.locks")
@@ -49,7 +45,7 @@ class AsyncLock(AsyncWaiting):
         token = f"{token_hex(8)}|"
         try:
             args = self._args(token, timeout > 0, False)
-            reply = await self._run_async(client, ACQUIRE, self._keys.acquiring(token), args)
+            reply = await run_script(client, ACQUIRE, self._keys.acquiring, args)
             if type(reply) is not int:
                 reply = await self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
                 if reply is None:
@@ -68,32 +64,25 @@ class AsyncLock(AsyncWaiting):
             raise
         return True
 
-    async def _run_async(
-        self, client: Any, script: LuaScript, keys: Sequence[str], args: Any
-    ) -> Any:
-        """``LockBase._run`` over the asyncio ``client``."""
-        reply = await run_script(client, script, keys, args)
-        wake = self._keys.waking(reply)
-        if wake is not None:
-            try:
-                await run_script(client, WAKE, *wake)
-            except (RedisError, RedisUnavailable) as exc:
-                self._wake_failed(exc)
-        return reply
-
     def _wake_key(self, token: str) -> str:
-        return self._keys.wake(token)
+        return self._keys.wake
 
-    async def _recheck_async(self, client: Any, token: str) -> Any:
-        args = self._args(token, True, True)
-        return await self._run_async(client, ACQUIRE, self._keys.acquiring(token), args)
+    def _wake_up_fence(self, token: str, value: Any) -> int | None:
+        return woken(token, value)
 
-    async def _give_up_async(self, client: Any, token: str) -> int:
-        return int(await run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)))
+    def _accepts(self, token: str) -> Callable[[Any], bool]:
+        return addressed_to(token)
+
+    async def _recheck_async(self, client: Any, token: str, passing: str) -> Any:
+        args = (*self._args(token, True, True), passing)
+        return await run_script(client, ACQUIRE, self._keys.acquiring, args)
+
+    async def _give_up_async(self, client: Any, token: str, passing: str) -> int:
+        args = (token, passing)
+        return int(await run_script(client, GIVE_UP, self._keys.giving_up, args))
 
     async def _release_token_async(self, client: Any, token: str) -> Any:
-        args = self._release_args(token)
-        return await self._run_async(client, RELEASE, self._keys.releasing, args)
+        return await run_script(client, RELEASE, self._keys.releasing, self._release_args(token))
 
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does
@@ -102,7 +91,7 @@ class AsyncLock(AsyncWaiting):
         if hold is not None:
             args = self._release_args(hold.token)
             reply = await asyncio.shield(
-                self._run_async(self.client, RELEASE, self._keys.releasing, args)
+                run_script(self.client, RELEASE, self._keys.releasing, args)
             )
             self._end_release(hold, reply)
 
@@ -150,4 +139,4 @@ class AsyncLock(AsyncWaiting):
         lock = cls(name, ttl=1, using=using)
         client = lock.client
         args = lock._release_args("")
-        return lock._forced(await lock._run_async(client, RELEASE, lock._keys.releasing, args))
+        return lock._forced(await run_script(client, RELEASE, lock._keys.releasing, args))

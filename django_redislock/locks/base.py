@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
-
-from redis.exceptions import RedisError
 
 from ..exceptions import LockError, RedisUnavailable, ReplicasNotConfirmed
 from ..redis.clients import UNAVAILABLE, is_cluster, run_script
-from ..redis.scripts import LuaScript
 from . import keys as _keys
 from . import renewer as _renewer
 from .keys import LockKeys, held_by, lock_base, lock_keys, shard_count
 from .options import LockCore, now_ms
-from .scripts import EXTEND, RELEASE, WAKE
+from .scripts import EXTEND, RELEASE
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -122,33 +119,29 @@ class LockBase(LockCore):
             block = min(block, pttl / 1000 + 0.001)
         return max(block, 0.0005)
 
+    def _wake_key(self, token: str) -> str:
+        """The list waiter ``token`` blocks on."""
+        raise NotImplementedError
+
+    def _wake_up_fence(self, token: str, value: Any) -> int | None:
+        """The fence, when wake-up ``value`` is waiter ``token``'s; None when it is another
+        waiter's (to pass on)."""
+        raise NotImplementedError
+
+    def _accepts(self, token: str) -> Callable[[Any], bool] | None:
+        """Which wake-ups of its list are waiter ``token``'s (None: all of them), so that the
+        wake-up listener gives each to its own waiter."""
+        return None
+
     def _release_args(self, token: str) -> tuple[Any, ...]:
         return token, self.name, now_ms()
 
     def _forced(self, reply: Any) -> bool:
         """Whether a force release (``RELEASE`` with no token) freed a held lock."""
-        if (reply[0] if type(reply) is list else reply) not in (1, 2):
+        if reply not in (1, 2):
             return False
         logger.warning("Lock %r was force-released.", self.name)
         return True
-
-    def _wake_failed(self, exc: Exception) -> None:
-        logger.warning(
-            "Could not wake the waiter lock %r was handed to (%s); it finds the lock at its "
-            "next re-check.", self.name, exc,
-        )  # fmt: skip
-
-    def _run(self, client: Any, script: LuaScript, keys: Sequence[str], args: Any) -> Any:
-        """Run ``script`` over the sync ``client``, then wake the waiter it handed the lock
-        to, if any. Returns the script's reply."""
-        reply = run_script(client, script, keys, args)
-        wake = self._keys.waking(reply)
-        if wake is not None:
-            try:
-                run_script(client, WAKE, *wake)
-            except (RedisError, RedisUnavailable) as exc:
-                self._wake_failed(exc)
-        return reply
 
     def _owner(self, task: Any) -> tuple[Any, ...]:
         if self.reentrant:
@@ -243,7 +236,7 @@ class LockBase(LockCore):
         happen on another thread than the view's."""
         hold = self._begin_release(owner)
         if hold is not None:
-            reply = self._run(
+            reply = run_script(
                 self.renew_client, RELEASE, self.keys.releasing, self._release_args(hold.token)
             )
             self._end_release(hold, reply)

@@ -12,8 +12,11 @@ shard's indexes included, shares one hash tag and every script runs on Redis Clu
                              clock) passed is dead, and dropped when met. The hash expires
                              no sooner than its latest deadline.
     base f:<name>    string  the last fence handed out (expires a minute after it)
-    base w:<token>   list    a waiter's wake-up: whoever hands the lock to it pushes the fence
-                             there with ``scripts.WAKE``
+    base h:<name>    list    the waiters' wake-ups: the script that hands the lock to a waiter
+                             pushes "<token><fence>|<hops>" there itself; every waiter blocks
+                             on it (Redis serves them in arrival order) and one popping
+                             another's wake-up passes it on (``scripts``). It holds at most the
+                             wake-up of the current hand-off and expires with it``
     base index       zset    lock name -> expiry (epoch ms), for listing without KEYS/SCAN;
                              an entry whose lock ended unreleased leaves it with the next
                              acquire on the shard or the next listing, once stale
@@ -72,33 +75,24 @@ class LockKeys(NamedTuple):
     fence: str
     names: str
     registrations: str
+    wake: str
     base: str
 
-    def wake(self, token: str) -> str:
-        """The list waiter ``token`` blocks on: a hand-off to it pushes the fence there."""
-        return f"{self.base}w:{token}"
-
-    def acquiring(self, token: str) -> tuple[str, ...]:
-        return (*self[:6], f"{self.lock}:corrupt", self.wake(token))
+    @property
+    def acquiring(self) -> tuple[str, ...]:
+        return (*self[:7], f"{self.lock}:corrupt")
 
     @property
     def releasing(self) -> tuple[str, ...]:
-        return self[:6]
+        return self[:7]
 
     @property
     def extending(self) -> tuple[str, str, str]:
         return self.lock, self.expiries, self.names
 
-    def giving_up(self, token: str) -> tuple[str, ...]:
-        return self.lock, self.waiters, self.registrations, self.wake(token)
-
-    def waking(self, reply: Any) -> tuple[tuple[str], tuple[Any, Any]] | None:
-        """KEYS and ARGV of ``WAKE`` for the waiter a script's ``reply`` says it handed the
-        lock to, or None when it did not."""
-        if type(reply) is not list or len(reply) != 4:
-            return None
-        _, token, fence, ttl = reply
-        return (self.wake(text(token)),), (fence, ttl)
+    @property
+    def giving_up(self) -> tuple[str, ...]:
+        return self.lock, self.waiters, self.registrations, self.wake
 
 
 def index_keys(base: str) -> ShardKeys:
@@ -109,7 +103,7 @@ def lock_keys(base: str, name: str) -> LockKeys:
     shard = index_keys(base)
     return LockKeys(
         f"{base}l:{name}", f"{base}q:{name}", shard.expiries, f"{base}f:{name}", shard.names,
-        f"{base}a:{name}", base,
+        f"{base}a:{name}", f"{base}h:{name}", base,
     )  # fmt: skip
 
 
@@ -138,6 +132,20 @@ def parse_value(value: Any) -> LockValue | None:
         return LockValue(f"{token}|", int(acquired_ms), int(fence), int(pid), host)
     except ValueError:
         return None
+
+
+class WakeUp(NamedTuple):
+    """A wake-up popped from a lock's ``h:`` list: the hand-off to ``token`` with ``fence``."""
+
+    token: str
+    fence: int
+
+
+def parse_wake_up(value: Any) -> WakeUp | None:
+    """The wake-up ``value`` ("<token><fence>|<hops>", written by the scripts), or None."""
+    token, _, rest = text(value).partition("|")
+    fence = rest.partition("|")[0]
+    return WakeUp(f"{token}|", int(fence)) if fence.isdigit() else None
 
 
 def held_by(value: Any, token: str) -> bool:

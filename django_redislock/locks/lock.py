@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from secrets import token_hex
 from threading import current_thread, get_ident
 from typing import Any
@@ -13,7 +14,7 @@ from ..redis.clients import call, run_script
 from . import renewer as _renewer
 from .options import SyncContext, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
-from .waiting import SyncWaiting
+from .waiting import SyncWaiting, addressed_to, woken
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class Lock(SyncWaiting, SyncContext):
         token = f"{token_hex(8)}|"
         args = self._args(token, timeout > 0, False)
         try:
-            reply = self._run(client, ACQUIRE, self._keys.acquiring(token), args)
+            reply = run_script(client, ACQUIRE, self._keys.acquiring, args)
         except BaseException:
             self._abandon(client, token)
             raise
@@ -66,17 +67,23 @@ class Lock(SyncWaiting, SyncContext):
             self._release_token(self.client, token)
 
     def _wake_key(self, token: str) -> str:
-        return self._keys.wake(token)
+        return self._keys.wake
 
-    def _recheck(self, client: Any, token: str) -> Any:
-        args = self._args(token, True, True)
-        return self._run(client, ACQUIRE, self._keys.acquiring(token), args)
+    def _wake_up_fence(self, token: str, value: Any) -> int | None:
+        return woken(token, value)
 
-    def _give_up(self, client: Any, token: str) -> int:
-        return int(run_script(client, GIVE_UP, self._keys.giving_up(token), (token,)))
+    def _accepts(self, token: str) -> Callable[[Any], bool]:
+        return addressed_to(token)
+
+    def _recheck(self, client: Any, token: str, passing: str) -> Any:
+        args = (*self._args(token, True, True), passing)
+        return run_script(client, ACQUIRE, self._keys.acquiring, args)
+
+    def _give_up(self, client: Any, token: str, passing: str) -> int:
+        return int(run_script(client, GIVE_UP, self._keys.giving_up, (token, passing)))
 
     def _release_token(self, client: Any, token: str) -> Any:
-        return self._run(client, RELEASE, self._keys.releasing, self._release_args(token))
+        return run_script(client, RELEASE, self._keys.releasing, self._release_args(token))
 
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
@@ -124,4 +131,6 @@ class Lock(SyncWaiting, SyncContext):
         if any, gets it at once. Returns whether a lock was held."""
         lock = cls(name, ttl=1, using=using)
         client = lock.client
-        return lock._forced(lock._run(client, RELEASE, lock.keys.releasing, lock._release_args("")))
+        return lock._forced(
+            run_script(client, RELEASE, lock.keys.releasing, lock._release_args(""))
+        )

@@ -51,10 +51,16 @@ local function next_waiter(waiters, regs, clock)
   return nil
 end
 
--- Queues waiter tok last (kept in place when queued already) and registers it for reg_ms.
-local function queue_waiter(waiters, regs, tok, reg_ms, ttl, fencing, owner)
-  local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
-  redis.call('ZADD', waiters, 'NX', (tonumber(last) or 0) + 1, tok)
+-- Queues waiter tok last (kept in place when queued already, unless ``to_tail``: a waiter
+-- whose place does not matter goes last again, in the order it blocks on the wake-up list)
+-- and registers it for reg_ms.
+local function queue_waiter(waiters, regs, tok, reg_ms, ttl, fencing, owner, to_tail)
+  local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')
+  if to_tail then
+    if last[1] ~= tok then redis.call('ZADD', waiters, (tonumber(last[2]) or 0) + 1, tok) end
+  else
+    redis.call('ZADD', waiters, 'NX', (tonumber(last[2]) or 0) + 1, tok)
+  end
   redis.call('PEXPIRE', waiters, reg_ms * 2)
   local deadline = math.floor(clock_us() / 1000) + reg_ms
   redis.call('HSET', regs, tok, deadline .. '|' .. ttl .. '|' .. fencing .. '|' .. owner)

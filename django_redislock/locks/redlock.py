@@ -33,7 +33,7 @@ from ..redis.scripts import LuaScript
 from . import keys as _keys
 from .keys import held_by, lock_base, lock_keys
 from .options import SyncContext, now_ms
-from .scripts import ACQUIRE, EXTEND, RELEASE, WAKE
+from .scripts import ACQUIRE, EXTEND, RELEASE
 
 # Allowance for the nodes' clocks running faster than ours: a share of the TTL, plus 2 ms for
 # Redis's millisecond expiry granularity.
@@ -133,13 +133,9 @@ class Redlock(SyncContext):
         return replies
 
     def _release(self, token: str, to: Any = None) -> list[Any]:
-        replies = self._run(RELEASE, self.keys.releasing, (token, self.name, now_ms()), to)
-        # A plain Lock of the same name on a node may have had waiters: wake the one the node
-        # handed the lock to.
-        wake = [self.keys.waking(reply) for reply in replies]
-        if any(wake):
-            self._send([("EVAL", WAKE.source, 1, *w[0], *w[1]) if w else None for w in wake])
-        return [reply[0] if type(reply) is list else reply for reply in replies]
+        # A plain Lock of the same name on a node may have had waiters: the node's release
+        # hands the lock to one and wakes it.
+        return self._run(RELEASE, self.keys.releasing, (token, self.name, now_ms()), to)
 
     @staticmethod
     def _end(ttl_ms: int, start: float) -> float:
@@ -166,7 +162,7 @@ class Redlock(SyncContext):
         while True:
             token, start = f"{token_hex(8)}|", time.monotonic()
             args = self._acquire_args(token, self.flags, 0, False)
-            replies = self._run(ACQUIRE, self.keys.acquiring(token), args)
+            replies = self._run(ACQUIRE, self.keys.acquiring, args)
             end, now = self._end(self.ttl_ms, start), time.monotonic()
             if sum(1 for r in replies if type(r) is int) >= self.quorum and end > now:
                 return self._acquired(owner, token, end, started)

@@ -1,13 +1,20 @@
-"""Waiting for a lock or a semaphore permit, sync and asyncio: a waiter blocks on its wake-up
+"""Waiting for a lock or a semaphore permit, sync and asyncio: a waiter blocks on a wake-up
 list until a release hands it over (pushed, no polling), re-checks when the holder's TTL (or
 its jittered fallback delay) runs out, and leaves the queue at its deadline. The structure
-(lock or semaphore) supplies the re-check, the give-up and the release of a late hand-off."""
+(lock or semaphore) supplies the list, the reading of a wake-up, the re-check, the give-up
+and the release of a late hand-off.
+
+A lock's waiters share one list: a wake-up popped by another waiter than its addressee is
+passed on by that waiter's next call (its re-check, at once, or its give-up), which it makes
+without blocking first. A wake-up that reaches its waiter after the deadline goes on with
+the release of what it handed over."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from threading import get_ident
 from typing import Any
 
@@ -15,6 +22,7 @@ from ..redis.aio import get_async_redis
 from ..redis.aio import wait_for_push as aio_wait_for_push
 from ..redis.clients import get_redis, wait_for_push
 from .base import LockBase, logger
+from .keys import parse_wake_up, text
 from .options import AsyncContext
 
 
@@ -37,6 +45,20 @@ def _cancelled_since(before: int) -> None:
         raise asyncio.CancelledError
 
 
+def woken(token: str, value: Any) -> int | None:
+    """The fence, when a lock's wake-up ``value`` is waiter ``token``'s; else None."""
+    wake_up = parse_wake_up(value)
+    return wake_up.fence if wake_up is not None and wake_up.token == token else None
+
+
+def addressed_to(token: str) -> Callable[[Any], bool]:
+    """Whether a lock's wake-up is waiter ``token``'s (for the wake-up listener)."""
+    prefix = token.encode()
+    return lambda value: (value if isinstance(value, bytes) else str(value).encode()).startswith(
+        prefix
+    )
+
+
 class SyncWaiting(LockBase):
     """The blocking wait of ``Lock`` and ``Semaphore``, and their clients."""
 
@@ -47,23 +69,22 @@ class SyncWaiting(LockBase):
     def renew_client(self) -> Any:
         return self.client
 
-    def _wake_key(self, token: str) -> str:
+    def _recheck(self, client: Any, token: str, passing: str) -> Any:
+        """Try again as a queued waiter, passing wake-up ``passing`` on (if any): the fence
+        (int) when acquired, else a list whose first item is how many ms until the holder's
+        TTL runs out."""
         raise NotImplementedError
 
-    def _recheck(self, client: Any, token: str) -> Any:
-        """Try again as a queued waiter: the fence (int) when acquired, else a list whose
-        first item is how many ms until the holder's TTL runs out."""
-        raise NotImplementedError
-
-    def _give_up(self, client: Any, token: str) -> int:
-        """Leave the queue; the fence when a hand-off reached ``token`` meanwhile, else -1."""
+    def _give_up(self, client: Any, token: str, passing: str) -> int:
+        """Leave the queue, passing wake-up ``passing`` on (if any); the fence when a
+        hand-off reached ``token`` meanwhile, else -1."""
         raise NotImplementedError
 
     def _release_token(self, client: Any, token: str) -> Any:
         raise NotImplementedError
 
     def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
-        """Block until a releasing holder hands over (pushed to our wake-up list), the
+        """Block until a releasing holder hands over (pushed to the wake-up list), the
         holder's TTL runs out, or the deadline (monotonic) passes. Returns the fence, or None."""
         try:
             return self._wait_loop(client, token, deadline, pttl)
@@ -71,30 +92,35 @@ class SyncWaiting(LockBase):
             # Leave the queue, so no hand-off goes to a waiter that stopped waiting; if one
             # already did, give it on.
             with contextlib.suppress(Exception):
-                self._leave(client, token)
+                self._leave(client, token, "")
             raise
 
     def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = self._wake_key(token)
+        wake, accepts = self._wake_key(token), self._accepts(token)
         while True:
+            passing = ""
             block = self._block_for(deadline, pttl)
             if block:
-                popped = wait_for_push(client, wake, block)
-                if popped is not None and time.monotonic() <= deadline:
-                    return int(popped[1])
+                popped = wait_for_push(client, wake, block, accepts)
+                if popped is not None:
+                    fence = self._wake_up_fence(token, popped[1])
+                    if fence is None:
+                        passing = text(popped[1])  # another waiter's: passed on at once
+                    elif time.monotonic() <= deadline:
+                        return fence
             if time.monotonic() >= deadline:
-                self._leave(client, token)
+                self._leave(client, token, passing)
                 return None
-            reply = self._recheck(client, token)
+            reply = self._recheck(client, token, passing)
             if type(reply) is int:
                 return reply
             pttl = reply[0]
 
-    def _leave(self, client: Any, token: str) -> None:
+    def _leave(self, client: Any, token: str, passing: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        fence = self._give_up(client, token)
+        fence = self._give_up(client, token, passing)
         if fence >= 0:
             self._release_handed(client, token, fence)
 
@@ -103,7 +129,7 @@ class SyncWaiting(LockBase):
         reply never came (the connection cut, a failover): Redis may have run it. Errors are
         only logged; if Redis is gone, the TTL frees what it took."""
         try:
-            self._leave(client, token)
+            self._leave(client, token, "")
         except Exception:
             logger.warning("Could not clean up an abandoned acquire of %s %r", self.noun, self.name)
 
@@ -130,14 +156,11 @@ class AsyncWaiting(LockBase, AsyncContext):
     def renew_client(self) -> Any:
         return get_redis(self.using)  # the renewer is a thread: a sync client
 
-    def _wake_key(self, token: str) -> str:
-        raise NotImplementedError
-
-    async def _recheck_async(self, client: Any, token: str) -> Any:
+    async def _recheck_async(self, client: Any, token: str, passing: str) -> Any:
         """``SyncWaiting._recheck`` over the asyncio ``client``."""
         raise NotImplementedError
 
-    async def _give_up_async(self, client: Any, token: str) -> int:
+    async def _give_up_async(self, client: Any, token: str, passing: str) -> int:
         raise NotImplementedError
 
     async def _release_token_async(self, client: Any, token: str) -> Any:
@@ -148,28 +171,36 @@ class AsyncWaiting(LockBase, AsyncContext):
         deadline (monotonic) passes. Returns the fence, or None."""
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
-        wake = self._wake_key(token)
+        wake, accepts = self._wake_key(token), self._accepts(token)
         while True:
+            passing = ""
             block = self._block_for(deadline, pttl)
             if block:
                 asked = _cancelling()
-                popped = await aio_wait_for_push(client, self.renew_client, wake, block)
-                _cancelled_since(asked)
-                if popped is not None and time.monotonic() <= deadline:
-                    return int(popped[1])
+                popped = await aio_wait_for_push(client, self.renew_client, wake, block, accepts)
+                if popped is not None:
+                    fence = self._wake_up_fence(token, popped[1])
+                    if fence is None:
+                        passing = text(popped[1])  # another waiter's: passed on at once
+                    elif time.monotonic() <= deadline and _cancelling() <= asked:
+                        return fence
+                if _cancelling() > asked:
+                    # Cancelled as it popped: what it popped goes on with the clean-up.
+                    await asyncio.shield(self._leave(client, token, passing))
+                    raise asyncio.CancelledError
             if time.monotonic() >= deadline:
-                await self._leave(client, token)
+                await self._leave(client, token, passing)
                 return None
             asked = _cancelling()
-            reply = await self._recheck_async(client, token)
+            reply = await self._recheck_async(client, token, passing)
             _cancelled_since(asked)
             if type(reply) is int:
                 return reply
             pttl = reply[0]
 
-    async def _leave(self, client: Any, token: str) -> None:
+    async def _leave(self, client: Any, token: str, passing: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
-        fence = await self._give_up_async(client, token)
+        fence = await self._give_up_async(client, token, passing)
         if fence >= 0:
             await self._release_handed_async(client, token, fence)
 
@@ -181,6 +212,6 @@ class AsyncWaiting(LockBase, AsyncContext):
         """Leave the queue and free whatever ``token`` may hold (a cancelled or failed
         acquire); errors are only logged."""
         try:
-            await self._leave(client, token)
+            await self._leave(client, token, "")
         except Exception:
             logger.warning("Could not clean up an abandoned acquire of %s %r", self.noun, self.name)

@@ -5,7 +5,7 @@ Sentinel ones included)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis.asyncio
@@ -165,7 +165,13 @@ async def call(client: Any, *args: Any) -> Any:
         raise _unavailable(exc) from exc
 
 
-async def wait_for_push(client: Any, sync_client: Any, key: str, timeout: float) -> Any:
+async def wait_for_push(
+    client: Any,
+    sync_client: Any,
+    key: str,
+    timeout: float,
+    accepts: Callable[[Any], bool] | None = None,
+) -> Any:
     """``clients.wait_for_push`` for an asyncio waiter: while the event loop's pool has
     connections to spare, a ``BLPOP`` on one of them; otherwise through the process's wake-up
     listener (``sync_client``: the sync client of the same Redis), holding none meanwhile."""
@@ -179,7 +185,7 @@ async def wait_for_push(client: Any, sync_client: Any, key: str, timeout: float)
         return await run_script(client, wakeups.NUDGE, *found.nudge_command())
 
     try:
-        return await wakeups.async_wait(node, key, timeout, nudge)
+        return await wakeups.async_wait(node, key, timeout, nudge, accepts)
     except (*UNAVAILABLE, OSError, ReadOnlyError) as exc:
         raise _unavailable(exc) from exc
 

@@ -218,17 +218,24 @@ def _pop_checked_out(client: Any, node: Any, key: str, timeout: float) -> Any:
         pool.release(conn)
 
 
-def wait_for_push(client: Any, key: str, timeout: float) -> Any:
+def wait_for_push(
+    client: Any, key: str, timeout: float, accepts: Callable[[Any], bool] | None = None
+) -> Any:
     """What a lock's waiter blocks on: a value pushed to list ``key`` within ``timeout``
     seconds (``BLPOP``'s reply), else None. On the thread's kept connection when it has one;
-    otherwise through the process's wake-up listener, holding no connection meanwhile."""
+    otherwise through the process's wake-up listener, holding no connection meanwhile (which
+    gives it a value that ``accepts`` first, see ``wakeups``)."""
     node = _node(client, key)
     held = dedicated(node)
     if held is not None:
         held.freshen()
         return _pop_on(client, node, held.conn, held.pack, key, timeout)
     return wakeups.wait(
-        node, key, timeout, lambda found: run_script(client, wakeups.NUDGE, *found.nudge_command())
+        node,
+        key,
+        timeout,
+        lambda found: run_script(client, wakeups.NUDGE, *found.nudge_command()),
+        accepts,
     )
 
 

@@ -4,16 +4,20 @@ A waiter of a lock or semaphore blocks until a release pushes to its wake-up lis
 that keeps a connection of its own (see ``fastpath``) blocks on it with ``BLPOP``; any other
 waiter (threads beyond the pool's share, asyncio tasks) registers its list here instead and
 waits on an event, so a thousand waiters hold no connection each: one listener thread per
-pool and hash tag blocks on all their lists at once and hands each popped value to its
-waiter (an asyncio waiter through its event loop).
+pool and hash tag blocks on all their lists at once and hands each popped value to a waiter
+of its list (an asyncio waiter through its event loop). Several waiters may share a list (a
+lock's waiters do): a value goes to the first of them, in the order they registered, that
+``accepts`` it (a waiter registered without a test accepts any), else to the first of them
+(whose caller then passes it on).
 
 A waiter whose list the listener's ``BLPOP`` does not cover yet nudges it: it pushes to the
 listener's control list (same hash tag, so one ``BLPOP`` serves both on Cluster), which
 returns the ``BLPOP`` at once; the listener then blocks again on the new set of lists. A
 value pushed meanwhile stays in its list until then. A value popped for a waiter that just
-stopped waiting is kept for its next wait of the same list (waiters wait in rounds, see
-``locks.waiting``), briefly. The listener's ``BLPOP`` ends at least every ``listen_seconds()``
-(a read timeout the pool may set must not cut it), so lists nobody waits on drop out; an
+stopped waiting goes to another waiter of that list, if any, else is kept for the next wait
+of the same list (waiters wait in rounds, see ``locks.waiting``), briefly. The listener's
+``BLPOP`` ends at least every ``listen_seconds()`` (a read timeout the pool may set must not
+cut it), so lists nobody waits on drop out; an
 idle listener ends, and a failed one reconnects: waiters meanwhile rely on their own
 re-checks, which never depend on a wake-up arriving.
 """
@@ -59,13 +63,20 @@ return n
 
 
 class _Waiter:
-    """One wait: an event set (or a future resolved) with the popped value."""
+    """One wait: an event set (or a future resolved) with the popped value; ``accepts``:
+    which values are its own (None: any)."""
 
-    __slots__ = ("deliver", "value")
+    __slots__ = ("accepts", "deliver", "value")
 
-    def __init__(self, deliver: Callable[[Any], None]) -> None:
+    def __init__(
+        self, deliver: Callable[[Any], None], accepts: Callable[[Any], bool] | None = None
+    ) -> None:
         self.value: Any = None
         self.deliver = deliver
+        self.accepts = accepts
+
+    def wants(self, value: Any) -> bool:
+        return self.accepts is None or self.accepts(value)
 
 
 class Listener:
@@ -75,7 +86,7 @@ class Listener:
         self.client = client  # a sync client of the node holding the lists
         self.control = f"{tag_prefix(key)}~wakeups:{uuid.uuid4().hex}"
         self.lock = threading.Lock()
-        self.waiters: dict[str, _Waiter] = {}
+        self.waiters: dict[str, list[_Waiter]] = {}
         self.mail: dict[str, tuple[Any, float]] = {}
         self.listening: frozenset[str] = frozenset()
         self.nudged = False
@@ -84,12 +95,13 @@ class Listener:
     def register(self, key: str, waiter: _Waiter) -> bool:
         """Start waiting on ``key``; True when the caller must nudge the listener."""
         with self.lock:
-            mailed = self.mail.pop(key, None)
-            if mailed is not None:
+            mailed = self.mail.get(key)
+            if mailed is not None and waiter.wants(mailed[0]):
+                del self.mail[key]
                 waiter.value = mailed[0]
                 waiter.deliver(mailed[0])
                 return False
-            self.waiters[key] = waiter
+            self.waiters.setdefault(key, []).append(waiter)
             if self.thread is None:
                 self.thread = threading.Thread(
                     target=self._run, name="django-redislock-wakeups", daemon=True
@@ -103,9 +115,24 @@ class Listener:
     def unregister(self, key: str, waiter: _Waiter) -> Any:
         """Stop waiting on ``key``; the value delivered meanwhile, or None."""
         with self.lock:
-            if self.waiters.get(key) is waiter:
-                del self.waiters[key]
+            self._drop(key, waiter)
             return waiter.value
+
+    def give_back(self, key: str, waiter: _Waiter) -> None:
+        """Stop waiting on ``key`` without taking the value delivered meanwhile (the wait was
+        cancelled): it goes to another waiter of ``key``, or is kept for the next."""
+        with self.lock:
+            self._drop(key, waiter)
+            value, waiter.value = waiter.value, None
+        if value is not None:
+            self._deliver(key, value)
+
+    def _drop(self, key: str, waiter: _Waiter) -> None:
+        waiting = self.waiters.get(key)
+        if waiting is not None and waiter in waiting:
+            waiting.remove(waiter)
+            if not waiting:
+                del self.waiters[key]
 
     def nudge_command(self) -> tuple[tuple[str], tuple[int]]:
         """KEYS and ARGV of ``NUDGE``."""
@@ -149,10 +176,12 @@ class Listener:
         if key == self.control:
             return
         with self.lock:
-            waiter = self.waiters.pop(key, None)
-            if waiter is None:
+            waiting = self.waiters.get(key)
+            if not waiting:
                 self.mail[key] = (value, time.monotonic())
                 return
+            waiter = next((w for w in waiting if w.wants(value)), waiting[0])
+            self._drop(key, waiter)
             waiter.value = value
         waiter.deliver(value)
 
@@ -189,12 +218,19 @@ def listener(node: Any, key: str) -> Listener:
     return found
 
 
-def wait(node: Any, key: str, timeout: float, nudge: Callable[[Listener], Any]) -> Any:
+def wait(
+    node: Any,
+    key: str,
+    timeout: float,
+    nudge: Callable[[Listener], Any],
+    accepts: Callable[[Any], bool] | None = None,
+) -> Any:
     """Wait up to ``timeout`` seconds for a value pushed to ``key``: ``[key, value]`` as
-    ``BLPOP`` answers, or None. ``nudge(listener)`` sends ``NUDGE``."""
+    ``BLPOP`` answers, or None. ``nudge(listener)`` sends ``NUDGE``; ``accepts``: see
+    ``_Waiter``."""
     found = listener(node, key)
     event = threading.Event()
-    waiter = _Waiter(lambda value: event.set())
+    waiter = _Waiter(lambda value: event.set(), accepts)
     if found.register(key, waiter):
         _nudge(found, nudge)
     try:
@@ -204,8 +240,15 @@ def wait(node: Any, key: str, timeout: float, nudge: Callable[[Listener], Any]) 
     return None if value is None else [key, value]
 
 
-async def async_wait(node: Any, key: str, timeout: float, nudge: Callable[[Listener], Any]) -> Any:
-    """``wait`` for an asyncio waiter; ``nudge(listener)`` returns an awaitable."""
+async def async_wait(
+    node: Any,
+    key: str,
+    timeout: float,
+    nudge: Callable[[Listener], Any],
+    accepts: Callable[[Any], bool] | None = None,
+) -> Any:
+    """``wait`` for an asyncio waiter; ``nudge(listener)`` returns an awaitable. A value
+    delivered to a wait that is cancelled goes to another waiter (``Listener.give_back``)."""
     found = listener(node, key)
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
@@ -214,7 +257,7 @@ async def async_wait(node: Any, key: str, timeout: float, nudge: Callable[[Liste
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(_resolve, future, value)
 
-    waiter = _Waiter(deliver)
+    waiter = _Waiter(deliver, accepts)
     if found.register(key, waiter):
         try:
             await nudge(found)
@@ -226,8 +269,10 @@ async def async_wait(node: Any, key: str, timeout: float, nudge: Callable[[Liste
         await asyncio.wait_for(asyncio.shield(future), timeout)
     except asyncio.TimeoutError:
         pass
-    finally:
-        value = found.unregister(key, waiter)
+    except BaseException:
+        found.give_back(key, waiter)
+        raise
+    value = found.unregister(key, waiter)
     return None if value is None else [key, value]
 
 

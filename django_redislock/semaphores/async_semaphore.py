@@ -14,13 +14,12 @@ from redis.exceptions import RedisError
 
 from ..exceptions import RedisUnavailable
 from ..locks import renewer as _renewer
-from ..locks.scripts import WAKE
 from ..locks.waiting import AsyncWaiting, _task
 from ..redis.aio import run_script
 from ..redis.scripts import LuaScript
 from .base import SemaphoreBase, SemaphoreState, parse_state
 from .keys import Permit
-from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE, WAKE
 
 
 class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
@@ -73,12 +72,12 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
                 self._wake_failed(exc)
         return reply
 
-    async def _recheck_async(self, client: Any, token: str) -> Any:
+    async def _recheck_async(self, client: Any, token: str, passing: str) -> Any:
         args = self._acquire_argv(token, True, True)
         reply = await self._call_async(client, ACQUIRE, self._layout.acquiring(token), args, 2)
         return self._outcome(reply)
 
-    async def _give_up_async(self, client: Any, token: str) -> int:
+    async def _give_up_async(self, client: Any, token: str, passing: str) -> int:
         return int(await run_script(client, GIVE_UP, self._layout.giving_up(token), (token,)))
 
     async def _release_token_async(self, client: Any, permit: str) -> Any:

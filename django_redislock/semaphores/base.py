@@ -14,7 +14,6 @@ from ..exceptions import LockError, RedisUnavailable
 from ..locks import keys as _keys
 from ..locks.base import Hold, LockBase
 from ..locks.keys import lock_base, shard_count
-from ..locks.scripts import WAKE
 from ..redis.clients import run_script
 from ..redis.scripts import LuaScript
 from .keys import (
@@ -27,7 +26,7 @@ from .keys import (
     validate_limit,
     validate_permits,
 )
-from .scripts import EXTEND, RELEASE
+from .scripts import EXTEND, RELEASE, WAKE
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -105,6 +104,15 @@ class SemaphoreBase(LockBase):
 
     def _wake_key(self, token: str) -> str:
         return self._layout.wake(token)
+
+    def _wake_up_fence(self, token: str, value: Any) -> int | None:
+        return int(value)  # a waiter's own list: the fence
+
+    def _wake_failed(self, exc: Exception) -> None:
+        logger.warning(
+            "Could not wake a waiter semaphore %r handed permits to (%s); it finds them at its "
+            "next re-check.", self.name, exc,
+        )  # fmt: skip
 
     def _acquire_argv(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
         """ARGV of ``scripts.ACQUIRE``."""

@@ -16,7 +16,7 @@ every key of it shares one hash tag and every script runs on Redis Cluster:
     base sf:<name>   string  the last fence handed out (fencing=True); it expires a minute
                              after the last fenced grant, when the fences' clock floor (see
                              ``lua.CLOCK``) has passed it
-    base w:<token>   list    a waiter's wake-up, as a lock's (``scripts.WAKE``)
+    base w:<token>   list    a waiter's wake-up: the fence, pushed by ``scripts.WAKE``
     base sems        zset    semaphore name -> latest permit expiry, for the admin's listing.
                              A release that frees a semaphore's last live permit removes its
                              entry; an entry whose expiry passed (the holders died or let

@@ -14,7 +14,7 @@ owner above); a hand-off gives a waiter all its permits or none: fair, only the 
 may get them (the others wait behind it); otherwise the oldest waiters that fit, in arrival
 order. A script that hands permits to a waiter appends ``<token>, <fence>, <ttl ms>`` of it
 to its reply, and the caller then pushes the fence to that waiter's ``w:<token>`` with
-``scripts.WAKE``.
+``WAKE``.
 
 The shard's ``sems`` index leaves no entry behind: a release that frees a semaphore's last
 live permit removes its entry, and every acquire drops a few entries whose latest permit
@@ -163,6 +163,20 @@ redis.call('ZREM', KEYS[2], tok)
 redis.call('HDEL', KEYS[3], tok)
 redis.call('DEL', KEYS[4])
 return fence_of(KEYS[1], tok, clock_ms()) or -1
+""",
+)
+
+# Wakes a waiter a script handed permits to (its reply names it, so the caller runs this
+# after it): the fence goes to its wake-up list, which lives no longer than the permits.
+# KEYS[1] the waiter's wake-up list
+# ARGV[1] fence  ARGV[2] ttl ms
+# Reply: 1
+WAKE = _script(
+    "wake",
+    """
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
 """,
 )
 

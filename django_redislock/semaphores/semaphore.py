@@ -69,11 +69,11 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
             raise
         return True
 
-    def _recheck(self, client: Any, token: str) -> Any:
+    def _recheck(self, client: Any, token: str, passing: str) -> Any:
         args = self._acquire_argv(token, True, True)
         return self._outcome(self._call(client, ACQUIRE, self._layout.acquiring(token), args, 2))
 
-    def _give_up(self, client: Any, token: str) -> int:
+    def _give_up(self, client: Any, token: str, passing: str) -> int:
         return int(run_script(client, GIVE_UP, self._layout.giving_up(token), (token,)))
 
     def release(self) -> None:

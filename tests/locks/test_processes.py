@@ -17,7 +17,6 @@ from django_redislock.exceptions import LockNotOwned
 from django_redislock.fencing import fenced_update
 from django_redislock.locks.keys import parse_value
 from django_redislock.locks.scripts import RELEASE
-from django_redislock.redis.clients import run_script
 from tests.models import Account
 from tests.support.waiting import wait_for
 
@@ -190,19 +189,24 @@ def test_a_forked_child_does_not_inherit_its_parents_hold(real_backend, processe
 
 
 def hand_over_then_die(name: str, held: Any, go: Any) -> None:
-    """Hold the lock, then run the release script (it hands the lock to the waiter) and die
-    before waking that waiter, as a process killed between the two steps does."""
+    """Hold the lock, then run the release script (it hands the lock to the waiter and pushes
+    its wake-up) and lose that wake-up in the same transaction, as when another waiter pops it
+    and dies before passing it on; then die."""
     lock = Lock(name, ttl=30, fencing=True)
     assert lock.acquire(0)
     held.set()
     assert go.wait(30)
     value = parse_value(lock.client.get(lock.keys.lock))
     assert value is not None
-    reply = run_script(lock.client, RELEASE, lock.keys.releasing, (value.token, name, 1))
-    os._exit(0 if isinstance(reply, list) else 3)  # 3: it was not handed over
+    keys = lock.keys.releasing
+    pipe = lock.client.pipeline(transaction=True)
+    pipe.execute_command("EVAL", RELEASE.source, len(keys), *keys, value.token, name, 1)
+    pipe.delete(lock.keys.wake)
+    reply, _ = pipe.execute()
+    os._exit(0 if reply == 2 else 3)  # 3: it was not handed over
 
 
-def test_a_waiter_finds_the_lock_handed_to_it_by_a_releaser_that_died_before_waking_it(
+def test_a_waiter_finds_the_lock_handed_to_it_when_its_wake_up_is_lost(
     real_backend, processes, settings
 ):
     settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 1.0}
@@ -236,9 +240,7 @@ def test_a_waiter_finds_the_lock_handed_to_it_by_a_releaser_that_died_before_wak
     assert value is not None
     assert fence == value.fence > 0  # the very hand-off the releaser made
     keys = waiter.keys
-    assert not real_backend.client.exists(
-        keys.lock, keys.waiters, keys.registrations, keys.wake(value.token)
-    )
+    assert not real_backend.client.exists(keys.lock, keys.waiters, keys.registrations, keys.wake)
 
 
 def wait_forever(name: str) -> None:
@@ -292,5 +294,5 @@ def test_a_dead_waiters_registration_is_dropped_when_met_and_nothing_of_it_is_le
     while real_backend.client.exists(keys.lock):  # the live waiter releases it
         assert time.monotonic() < deadline
         time.sleep(0.005)
-    leftovers = (keys.waiters, keys.registrations, keys.wake(dead.decode()))
+    leftovers = (keys.waiters, keys.registrations, keys.wake)
     assert not real_backend.client.exists(*leftovers), "nothing of the dead waiter is left"
