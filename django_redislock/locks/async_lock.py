@@ -20,8 +20,7 @@ from . import renewer as _renewer
 from .base import Hold
 from .options import now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
-from .waiting import AsyncWaiting, addressed_to, woken
-from .waiting import _task as _task  # views/locked.py imports it from here
+from .waiting import AsyncWaiting, _task, addressed_to, woken
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -53,7 +52,7 @@ class AsyncLock(AsyncWaiting):
                     return False
             hold = self._acquired(owner, token, reply, started)
             if self.wait_replicas:
-                await asyncio.to_thread(self.confirm_replicas, hold)
+                await asyncio.to_thread(self._confirm_replicas, hold)
             if self.auto_renew:
                 _renewer.renewer.add(self, hold, asyncio.current_task() or current_thread())
         except BaseException:
@@ -83,6 +82,12 @@ class AsyncLock(AsyncWaiting):
 
     async def _release_token_async(self, client: Any, token: str) -> Any:
         return await run_script(client, RELEASE, self._keys.releasing, self._release_args(token))
+
+    def current_owner(self) -> tuple[Any, ...]:
+        """Who holds what this task acquired, as ``release_owner`` takes it: another thread
+        can then release it (``@redis_locked`` does when a streaming response is closed
+        elsewhere)."""
+        return self._owner(_task())
 
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does

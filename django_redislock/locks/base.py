@@ -186,7 +186,7 @@ class LockBase(LockCore):
     def _owns_value(self, hold: Hold | None, value: Any) -> bool:
         return hold is not None and not hold.lost and held_by(value, hold.token)
 
-    def confirm_replicas(self, hold: Hold) -> None:
+    def _confirm_replicas(self, hold: Hold) -> None:
         """Wait until ``wait_replicas`` replicas have the lock, else raise (the caller then
         releases it). Blocking, on the sync client: AsyncLock runs it in a thread."""
         # WAIT counts the writes of its own connection, so re-assert the lock (a write) and
@@ -231,7 +231,7 @@ class LockBase(LockCore):
         self._released()
 
     def release_owner(self, owner: tuple[Any, ...]) -> None:
-        """Release the hold of ``owner`` (a key from ``_owner``) over the sync client, from any
+        """Release the hold of ``owner`` (from ``current_owner``) over the sync client, from any
         thread: ``@redis_locked`` releases so when a streaming response is closed, which may
         happen on another thread than the view's."""
         hold = self._begin_release(owner)

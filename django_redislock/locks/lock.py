@@ -51,7 +51,7 @@ class Lock(SyncWaiting, SyncContext):
         try:
             hold = self._acquired(owner, token, reply, started)
             if self.wait_replicas:
-                self.confirm_replicas(hold)
+                self._confirm_replicas(hold)
             if self.auto_renew:
                 _renewer.renewer.add(self, hold, current_thread())
         except BaseException:
@@ -85,10 +85,16 @@ class Lock(SyncWaiting, SyncContext):
     def _release_token(self, client: Any, token: str) -> Any:
         return run_script(client, RELEASE, self._keys.releasing, self._release_args(token))
 
+    def current_owner(self) -> tuple[Any, ...]:
+        """Who holds what this thread acquired, as ``release_owner`` takes it: another thread
+        can then release it (``@redis_locked`` does when a streaming response is closed on
+        another thread than the view's)."""
+        return self._owner(get_ident())
+
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
         not hold it any more."""
-        self.release_owner(self._owner(get_ident()))
+        self.release_owner(self.current_owner())
 
     def extend(self, ttl: float | None = None) -> None:
         """Reset the remaining TTL to ``ttl`` seconds (default: the lock's ttl)."""

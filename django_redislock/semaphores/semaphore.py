@@ -76,10 +76,16 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
     def _give_up(self, client: Any, token: str, passing: str) -> int:
         return int(run_script(client, GIVE_UP, self._layout.giving_up(token), (token,)))
 
+    def current_owner(self) -> tuple[Any, ...]:
+        """Who holds what this thread acquired, as ``release_owner`` takes it: another thread
+        can then release it (``@redis_locked`` does when a streaming response is closed on
+        another thread than the view's)."""
+        return self._owner(get_ident())
+
     def release(self) -> None:
         """Give this owner's permit back (to the oldest waiter, if any). LockNotOwned if this
         owner holds none any more."""
-        self.release_owner(self._owner(get_ident()))
+        self.release_owner(self.current_owner())
 
     def extend(self, ttl: float | None = None) -> None:
         """Reset the TTL of this owner's permit to ``ttl`` seconds (default: the semaphore's

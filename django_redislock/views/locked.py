@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable
-from threading import get_ident
 from typing import Any
 
 import redis
@@ -16,7 +15,7 @@ from django.template.response import SimpleTemplateResponse
 from .. import finalizers
 from ..conf import conf
 from ..exceptions import RedisLockError
-from ..locks.async_lock import AsyncLock, _task
+from ..locks.async_lock import AsyncLock
 from ..locks.base import LockBase
 from ..locks.lock import Lock
 from ..names import validate_seconds
@@ -124,7 +123,7 @@ class _LockGuard(ViewGuard):
                     return response
             return self.busy(request)
         request.redis_lock = lock  # type: ignore[attr-defined]
-        owner = lock._owner(get_ident())
+        owner = lock.current_owner()
         try:
             response = self.view(request, *args, **kwargs)
         except BaseException:
@@ -153,7 +152,7 @@ class _LockGuard(ViewGuard):
                     return response
             return self.busy(request)
         request.redis_lock = lock  # type: ignore[attr-defined]
-        owner = lock._owner(_task())
+        owner = lock.current_owner()
         try:
             response = await self.view(request, *args, **kwargs)
         except BaseException:

@@ -306,7 +306,7 @@ def test_another_thread_releases_an_owners_permit(backend):
 
     def take() -> None:
         assert semaphore.acquire(0)
-        owners.append(semaphore._owner(threading.get_ident()))
+        owners.append(semaphore.current_owner())
 
     in_thread(take).join(5)
     assert semaphore.count() == 1
