@@ -13,7 +13,7 @@ def redis_url() -> tuple[str, Any]:
     url = os.environ.get("REDIS_URL")
     if url:
         return url, None
-    from tests.servers import RedisServer
+    from tests.support.servers import RedisServer
 
     server = RedisServer().start()
     return server.url, server

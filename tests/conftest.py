@@ -7,22 +7,17 @@ when no server binary can be found, the fixture fails and says how to get one.
 
 from __future__ import annotations
 
-import faulthandler
-import multiprocessing
-import os
 import signal
-import tempfile
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from redis.cluster import RedisCluster
 
-from django_redislock.redis.clients import get_redis
-from tests.sentinel_servers import RedisSentinelGroup
-from tests.servers import RedisClusterServers, RedisServer
+# The ported peers' suites import Backend and _configure from here, as they were ported.
+from tests.support.fixtures import Backend, Processes
+from tests.support.fixtures import configure_backend as _configure
+from tests.support.sentinel_servers import RedisSentinelGroup
+from tests.support.servers import RedisClusterServers, RedisServer
 
 BACKENDS = ["fakeredis", "redis", "cluster"]
 REAL_BACKENDS = ["redis", "cluster"]
@@ -49,34 +44,6 @@ def redis_cluster() -> Iterator[RedisClusterServers]:
         yield cluster
 
 
-@dataclass
-class Backend:
-    kind: str
-    client: Any
-    url: str | None
-
-    def flush(self) -> None:
-        if isinstance(self.client, RedisCluster):
-            self.client.flushall(target_nodes=RedisCluster.PRIMARIES)
-        else:
-            self.client.flushall()
-
-
-def _configure(request: pytest.FixtureRequest, settings: Any, kind: str) -> Backend:
-    if kind == "fakeredis":
-        settings.REDISLOCK = {"CACHE": "default"}
-        url = None
-    elif kind == "redis":
-        url = request.getfixturevalue("redis_server").url
-        settings.REDISLOCK = {"URL": url}
-    else:
-        url = request.getfixturevalue("redis_cluster").url
-        settings.REDISLOCK = {"URL": url, "CLUSTER": True}
-    backend = Backend(kind, get_redis(), url)
-    backend.flush()
-    return backend
-
-
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, settings: Any) -> Backend:
     return _configure(request, settings, request.param)
@@ -86,64 +53,6 @@ def backend(request: pytest.FixtureRequest, settings: Any) -> Backend:
 def real_backend(request: pytest.FixtureRequest, settings: Any) -> Backend:
     """A real server (standalone, then Cluster), for tests with real OS processes."""
     return _configure(request, settings, request.param)
-
-
-class Processes:
-    """Forked child processes that inherit the configured settings; killed at teardown."""
-
-    def __init__(self) -> None:
-        self.context = multiprocessing.get_context("fork")
-        self.children: list[multiprocessing.process.BaseProcess] = []
-        self.dumps: dict[int | None, Any] = {}  # pid -> where a hung child writes its stacks
-
-    def start(self, target: Any, *args: Any) -> multiprocessing.process.BaseProcess:
-        from django.db import connections
-
-        connections.close_all()  # a forked child must not share the parent's DB socket
-        # closed in cleanup()
-        dump = tempfile.NamedTemporaryFile("w+", prefix="child-stacks-", delete=False)  # noqa: SIM115
-        process = self.context.Process(target=_child, args=(dump, target, *args), daemon=True)
-        process.start()
-        self.children.append(process)
-        self.dumps[process.pid] = dump
-        return process
-
-    def queue(self) -> Any:
-        return self.context.Queue()
-
-    def event(self) -> Any:
-        return self.context.Event()
-
-    def join_all(self, timeout: float = 60) -> None:
-        for child in self.children:
-            child.join(timeout)
-            assert child.exitcode == 0, f"child {child.pid} exited with {child.exitcode}"
-
-    def cleanup(self, failed: bool = False) -> None:
-        for child in self.children:
-            if child.is_alive() and child.pid:
-                os.kill(child.pid, signal.SIGCONT)
-                if failed:
-                    self._report_stacks(child.pid)
-                child.kill()
-            child.join(5)
-        for dump in self.dumps.values():
-            dump.close()
-            os.unlink(dump.name)
-
-    def _report_stacks(self, pid: int) -> None:
-        """Print where a child still running at teardown is stuck (shown with the failing
-        test's report): every thread's stack, which faulthandler writes on SIGUSR2."""
-        os.kill(pid, signal.SIGUSR2)
-        time.sleep(0.3)
-        dump = self.dumps[pid]
-        dump.seek(0)
-        print(f"--- child {pid} still running at teardown; its threads:\n{dump.read()}")
-
-
-def _child(dump: Any, target: Any, *args: Any) -> None:
-    faulthandler.register(signal.SIGUSR2, file=dump, all_threads=True)
-    target(*args)
 
 
 @pytest.hookimpl(wrapper=True)

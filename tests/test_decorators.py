@@ -26,10 +26,10 @@ from django.views import View
 
 from django_redislock import Lock, redis_locked
 from django_redislock.redis import fastpath
-from tests.servers import free_port
+from tests.support.fixtures import Backend
+from tests.support.servers import free_port
 
 from . import views
-from .conftest import Backend
 
 pytestmark = pytest.mark.usefixtures("backend")
 

@@ -17,8 +17,7 @@ from shop.tasks import sweep_unpaid
 from django_redislock import Semaphore, get_queue
 from django_redislock.checks import check_settings
 from django_redislock.queue.worker.loop import Worker
-
-from .conftest import Backend
+from tests.support.fixtures import Backend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

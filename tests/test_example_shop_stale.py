@@ -15,7 +15,7 @@ from django.test import Client
 from shop import views as shop_views
 from shop.models import Order, PointsAccount, Product, Redemption
 
-from .conftest import Backend
+from tests.support.fixtures import Backend
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

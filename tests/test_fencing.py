@@ -12,7 +12,7 @@ from django_redislock import AsyncLock, Lock
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.fencing import fenced_update
 from tests.models import Account
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
 
 pytestmark = pytest.mark.django_db
 

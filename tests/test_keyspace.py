@@ -25,8 +25,7 @@ from django_redislock.locks.listing import list_locks
 from django_redislock.ratelimit.limiter import RateLimit
 from django_redislock.redis.clients import get_redis
 from django_redislock.semaphores.listing import list_semaphores
-
-from .conftest import Backend
+from tests.support.fixtures import Backend
 
 pytestmark = pytest.mark.django_db
 

@@ -33,9 +33,8 @@ from django_redislock.semaphores.async_semaphore import AsyncSemaphore
 from django_redislock.semaphores.listing import list_semaphores
 from django_redislock.semaphores.semaphore import Semaphore
 from django_redislock.stock.stock import Stock
-
-from .conftest import Backend
-from .script_monitor import Monitoring, parse, pattern, script_calls
+from tests.support.fixtures import Backend
+from tests.support.script_monitor import Monitoring, parse, pattern, script_calls
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

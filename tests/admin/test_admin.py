@@ -22,9 +22,8 @@ from django_redislock.locks.listing import describe_lock, list_locks
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.templatetags.redislock_admin import duration
-from tests.servers import free_port
-
-from ..conftest import Backend
+from tests.support.fixtures import Backend
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.django_db
 

@@ -21,8 +21,8 @@ from django_redislock.conf import conf
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.registry import live_workers
 from django_redislock.templatetags.redislock_admin import duration
+from tests.support.fixtures import Backend, configure_backend
 
-from ..conftest import Backend, _configure
 from .test_admin import QUEUES, cell, dead_job, html, staff_client, url
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ PAGES_ARGS = [
 
 @pytest.fixture(params=["fakeredis", "redis", "cluster"])
 def store(request: pytest.FixtureRequest, settings: Any) -> Backend:
-    backend = _configure(request, settings, request.param)
+    backend = configure_backend(request, settings, request.param)
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
     return backend
 

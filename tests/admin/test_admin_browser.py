@@ -30,8 +30,8 @@ from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.test.testcases import LiveServerThread
 
 from django_redislock import Lock, get_queue, get_redis
+from tests.support.fixtures import Backend, Processes
 
-from ..conftest import Backend, Processes
 from ..tasks import DONE
 
 try:

@@ -18,8 +18,8 @@ from django_redislock import get_queue
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import Heartbeat
+from tests.support.fixtures import Backend, Processes
 
-from ..conftest import Backend, Processes
 from .test_admin import QUEUES, confirm_and_post, dead_job, html, rows, staff_client, url
 
 pytestmark = pytest.mark.django_db

@@ -19,8 +19,8 @@ from django_redislock import Lock, Semaphore, Stock, get_queue, get_redis
 from django_redislock.locks.keys import index_keys, lock_keys, shard_base
 from django_redislock.queue.queue import Queue
 from django_redislock.stock.keys import names_keys
+from tests.support.fixtures import Backend, configure_backend
 
-from ..conftest import Backend, _configure
 from .test_admin import QUEUES, dead_job, html, rows, url
 from .test_admin_attacks import GOOD_WORKER, worker_entry
 
@@ -47,7 +47,7 @@ STATES = ["ready", "scheduled", "running", "dead", "done"]
 
 @pytest.fixture(params=["fakeredis", "redis"])
 def store(request: pytest.FixtureRequest, settings: Any) -> Backend:
-    backend = _configure(request, settings, request.param)
+    backend = configure_backend(request, settings, request.param)
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
     return backend
 

@@ -13,8 +13,8 @@ from django.test import Client
 from django.utils.timezone import localtime
 
 from django_redislock.queue.worker.schedule import Scheduler
+from tests.support.fixtures import Backend
 
-from ..conftest import Backend
 from .test_admin import QUEUES, html, staff_client, url
 
 pytestmark = pytest.mark.django_db

@@ -20,8 +20,8 @@ from django_redislock.locks.keys import shard_base
 from django_redislock.names import validate_name
 from django_redislock.semaphores.keys import semaphore_keys
 from django_redislock.semaphores.listing import list_semaphores
+from tests.support.fixtures import Backend
 
-from ..conftest import Backend
 from .test_admin import confirm_and_post, html, rows, staff_client, url
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 
 from django_redislock import Stock, get_redis
+from tests.support.fixtures import Backend
 
-from ..conftest import Backend
 from .test_admin import html, rows, url
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from benchmarks import admin as benchmark
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
 
 pytestmark = pytest.mark.django_db
 

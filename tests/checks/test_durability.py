@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from django_redislock import get_redis
 from django_redislock.checks import check_redis_durability, redis_durability_warnings
-from tests.servers import RedisClusterServers, RedisServer, free_port
+from tests.support.servers import RedisClusterServers, RedisServer, free_port
 
 
 @pytest.fixture(scope="module")

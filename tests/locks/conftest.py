@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.servers import RedisServer, independent_servers
+from tests.support.servers import RedisServer, independent_servers
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,7 @@ from django_redislock.exceptions import LockNotOwned
 from django_redislock.locks import listing, name_search
 from django_redislock.locks.keys import index_keys, shard_base
 from django_redislock.locks.listing import list_locks
-
-from ..conftest import Backend
+from tests.support.fixtures import Backend
 
 ODD_NAMES = [
     "a", "ab", "a*b", "a?c", "a[x]", "a]", "a\\d", "a-", "a(", "aé:1", "aÿ", "a日本:1", "b",

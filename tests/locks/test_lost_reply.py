@@ -14,8 +14,8 @@ import pytest
 
 from django_redislock import AsyncLock, AsyncSemaphore, Lock, Semaphore
 from django_redislock.exceptions import RedisUnavailable
-from tests.servers import RedisServer
 from tests.support.proxy import ReplyLosingProxy
+from tests.support.servers import RedisServer
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from django_redislock.locks.listing import list_locks
 from django_redislock.locks.redlock import Redlock
 from django_redislock.redis.nodes import NODE_TIMEOUT
 from django_redislock.signals import lock_acquired, lock_busy, lock_lost, lock_released
-from tests.servers import RedisServer, free_port, independent_servers
+from tests.support.servers import RedisServer, free_port, independent_servers
 
 COUNTER = "test:redlock-counter"
 FOREIGN = b"0123456789abcdef|0|0|1|elsewhere"

@@ -14,13 +14,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from django_redislock import Lock
-
-from ..conftest import _configure
+from tests.support.fixtures import configure_backend
 
 
 @pytest.fixture(params=["fakeredis", "redis"])
 def locks(request: pytest.FixtureRequest, settings: Any) -> Iterator[list[Lock]]:
-    _configure(request, settings, request.param)
+    configure_backend(request, settings, request.param)
     held = [Lock("order:1", ttl=60), Lock("order:2", ttl=30, fencing=True), Lock("cart:9", ttl=10)]
     for lock in held:
         assert lock.acquire()

@@ -14,15 +14,14 @@ from django_redislock import Lock, get_queue, get_redis
 from django_redislock.management.commands import redislock_purge, redislock_requeue
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
-
-from ..conftest import _configure
+from tests.support.fixtures import configure_backend
 
 QUEUES = {"default": {"MAX_ATTEMPTS": 1}, "mail": {}}
 
 
 @pytest.fixture(params=["fakeredis", "redis"])
 def queue(request: pytest.FixtureRequest, settings: Any) -> Queue:
-    _configure(request, settings, request.param)
+    configure_backend(request, settings, request.param)
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
     return get_queue("default")
 
@@ -175,7 +174,7 @@ def test_wrong_arguments_are_command_errors(
 
 def test_stats_and_locks_on_a_cluster(request: pytest.FixtureRequest, settings: Any) -> None:
     """The registry, each queue and the lock shards live on their own hash tags."""
-    _configure(request, settings, "cluster")
+    configure_backend(request, settings, "cluster")
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
     dead(get_queue(), 1)
     get_queue("mail").enqueue("tests.tasks.record", args=[1])

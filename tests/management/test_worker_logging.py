@@ -14,8 +14,8 @@ import pytest
 
 from django_redislock import get_queue
 from django_redislock.management.worker_logging import worker_logging
+from tests.support.fixtures import Backend
 
-from ..conftest import Backend
 from .test_worker_output import MANAGE, command, finish
 
 EMITTED = [

@@ -19,9 +19,9 @@ from django.core.management import CommandError, call_command
 
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.worker.registry import live_workers
-from tests.servers import free_port
+from tests.support.fixtures import Backend
+from tests.support.servers import free_port
 
-from ..conftest import Backend
 from ..tasks import DONE
 
 pytestmark = pytest.mark.processes

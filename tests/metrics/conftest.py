@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
-from ..conftest import Backend, _configure
+from tests.support.fixtures import Backend, configure_backend
 
 
 @pytest.fixture
 def fake(request: pytest.FixtureRequest, settings: Any) -> Backend:
     """fakeredis only, emptied: for what runs the same on every backend."""
-    return _configure(request, settings, "fakeredis")
+    return configure_backend(request, settings, "fakeredis")

@@ -15,8 +15,8 @@ from django_redislock import AsyncLock, Lock, get_queue
 from django_redislock.exceptions import LockNotOwned
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.signals import lock_acquired
+from tests.support.fixtures import Backend
 
-from ..conftest import Backend
 from .scraping import TOKEN, Samples, scrape, value
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics.urls")]

@@ -14,7 +14,8 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from ..conftest import Backend, _configure
+from tests.support.fixtures import Backend, configure_backend
+
 from .scraping import TOKEN, URL
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics.urls")]
@@ -66,7 +67,7 @@ AUTHORIZATIONS = [
 
 @pytest.fixture(params=["fakeredis", "redis"])
 def store(request: pytest.FixtureRequest, settings: Any) -> Backend:
-    backend = _configure(request, settings, request.param)
+    backend = configure_backend(request, settings, request.param)
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {}}, "METRICS_TOKEN": TOKEN}
     return backend
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from django_redislock import get_queue, get_redis
+from tests.support.fixtures import Backend
 
-from ..conftest import Backend
 from ..tasks import DONE
 from .scraping import TOKEN, scrape, states, value
 

@@ -19,8 +19,8 @@ from opentelemetry.util._once import Once
 from django_redislock import get_queue
 from django_redislock.metrics import tracing
 from django_redislock.queue.worker.loop import Worker
+from tests.support.fixtures import Backend
 
-from ..conftest import Backend
 from ..tasks import boom, record
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,9 @@ from django.test import Client
 
 from django_redislock import get_queue
 from django_redislock.queue.worker.registry import Heartbeat
-from tests.servers import free_port
+from tests.support.fixtures import Backend
+from tests.support.servers import free_port
 
-from ..conftest import Backend
 from .scraping import TOKEN, URL, named, parsed, scrape, states, value
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics.urls")]

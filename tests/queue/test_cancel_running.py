@@ -12,8 +12,8 @@ import pytest
 
 from django_redislock import get_queue
 from django_redislock.queue.queue import Queue
+from tests.support.fixtures import Backend, Processes
 
-from ..conftest import Backend, Processes
 from ..limit_tasks import CLEANED, FINISHED, SWALLOWED
 from .test_time_limits import STATUS, configure, settled, stop, strings, wait_for, work
 

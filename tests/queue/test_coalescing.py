@@ -17,8 +17,8 @@ import pytest
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
+from tests.support.fixtures import Backend, Processes
 
-from ..conftest import Backend, Processes
 from ..tasks import DONE
 from .test_worker import done, wait_for
 

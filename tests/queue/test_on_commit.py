@@ -17,10 +17,10 @@ from django.db import transaction
 from django_redislock import get_queue
 from django_redislock.exceptions import JobNotFound, RedisUnavailable
 from django_redislock.queue import on_commit
-from tests.servers import RedisServer
+from tests.support.fixtures import Backend
+from tests.support.servers import RedisServer
 
 from .. import task_examples as examples
-from ..conftest import Backend
 from ..models import Account
 from .test_tasks_framework import run_worker
 

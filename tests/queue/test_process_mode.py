@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from django_redislock import get_queue, get_redis
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
 
 from ..tasks import DONE, STARTED
 from .test_worker_chaos import command_worker, wait_for

@@ -11,8 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_redislock.exceptions import JobNotFound
 from django_redislock.queue.queue import Queue, get_queue
-
-from ..conftest import Backend
+from tests.support.fixtures import Backend
 
 
 @pytest.fixture

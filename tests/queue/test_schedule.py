@@ -19,9 +19,9 @@ from django_redislock.checks import check_settings
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.schedule import Entry, Scheduler
-from tests.servers import RedisServer
+from tests.support.fixtures import Backend, Processes
+from tests.support.servers import RedisServer
 
-from ..conftest import Backend, Processes
 from .test_worker import done, wait_for
 
 TASK = "tests.tasks.record"  # a @task in an installed app: the check resolves it

@@ -23,9 +23,9 @@ except ImportError:  # Django 5.2: the backport
 
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.worker.loop import Worker
+from tests.support.fixtures import Backend
 
 from .. import task_examples as examples
-from ..conftest import Backend
 
 QUEUES = {"default": {"LEASE": 5, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.01}, "mail": {}}
 

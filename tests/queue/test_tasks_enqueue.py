@@ -24,9 +24,9 @@ except ImportError:  # Django 5.2: the backport
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import JobNotFound
 from django_redislock.tasks.results import FRAMEWORK, RedisTask
+from tests.support.fixtures import Backend
 
 from .. import task_examples as examples
-from ..conftest import Backend
 
 BACKEND = "django_redislock.tasks.RedisTaskBackend"
 IMMEDIATE = f"{FRAMEWORK}.backends.immediate.ImmediateBackend"

@@ -35,9 +35,9 @@ from django_redislock.exceptions import InvalidTask as Refused
 from django_redislock.queue.execution import run_job
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.tasks.backend import RedisTaskBackend
+from tests.support.fixtures import Backend, Processes
 
 from .. import task_examples as examples
-from ..conftest import Backend, Processes
 
 BACKEND = "django_redislock.tasks.RedisTaskBackend"
 LOGGER = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
@@ -45,7 +45,7 @@ LOGGER = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 QUEUES = {"default": {"MAX_ATTEMPTS": 1}, "queue-1": {"MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.01}}
 
 
-def _configure(settings: Any) -> None:
+def configure_backend(settings: Any) -> None:
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
     settings.TASKS = {
         "default": {"BACKEND": BACKEND, "QUEUES": ["default", "queue-1"]},
@@ -55,14 +55,14 @@ def _configure(settings: Any) -> None:
 
 @pytest.fixture
 def tasks(redis_backend: Backend, settings: Any) -> Backend:
-    _configure(settings)
+    configure_backend(settings)
     return redis_backend
 
 
 @pytest.fixture
 def tasks_everywhere(real_backend: Backend, settings: Any) -> Backend:
     """A real standalone server, then a real Cluster."""
-    _configure(settings)
+    configure_backend(settings)
     return real_backend
 
 

@@ -25,9 +25,9 @@ from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
 from django_redislock.queue.worker.time_limits import TimeLimits
 from django_redislock.tasks.results import signals
+from tests.support.fixtures import Backend, Processes
 
 from .. import limit_tasks
-from ..conftest import Backend, Processes
 from ..limit_tasks import CLEANED, FINISHED, SWALLOWED
 
 SPIN, BUSY = "tests.limit_tasks.spin", "tests.limit_tasks.busy"

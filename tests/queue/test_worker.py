@@ -16,9 +16,9 @@ import pytest
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
-from tests.servers import free_port
+from tests.support.fixtures import Backend, Processes
+from tests.support.servers import free_port
 
-from ..conftest import Backend, Processes
 from ..tasks import DONE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

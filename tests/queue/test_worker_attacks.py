@@ -26,8 +26,8 @@ from django_redislock.exceptions import RedisUnavailable
 from django_redislock.queue.queue import MAX_BATCH, Queue
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
+from tests.support.fixtures import Backend, Processes
 
-from ..conftest import Backend, Processes
 from ..tasks import DONE
 
 pytestmark = pytest.mark.processes

@@ -32,9 +32,9 @@ from django_redislock.queue.queue import MAX_DELAY, Queue
 from django_redislock.queue.worker.channel import Channel
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
-from tests.servers import RedisServer
+from tests.support.fixtures import Processes
+from tests.support.servers import RedisServer
 
-from ..conftest import Processes
 from ..tasks import STARTED
 
 try:

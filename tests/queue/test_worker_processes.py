@@ -24,9 +24,9 @@ from django_redislock.exceptions import RedisUnavailable
 from django_redislock.queue.worker import leases as leases_module
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
-from tests.servers import RedisServer
+from tests.support.fixtures import Backend, Processes
+from tests.support.servers import RedisServer
 
-from ..conftest import Backend, Processes
 from ..tasks import DONE, STARTED
 
 pytestmark = pytest.mark.processes

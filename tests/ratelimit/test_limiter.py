@@ -14,8 +14,8 @@ from django_redislock.exceptions import RedisUnavailable
 from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit
 from django_redislock.ratelimit.scripts import HIT
 from django_redislock.redis.clients import get_redis, run_script
-from tests.conftest import Backend
-from tests.servers import free_port
+from tests.support.fixtures import Backend
+from tests.support.servers import free_port
 
 from .model import Model, Seen
 

@@ -13,7 +13,7 @@ import pytest
 from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit, RateLimitState
 from django_redislock.ratelimit.scripts import PEEK
 from django_redislock.redis.clients import get_redis, run_script
-from tests.servers import free_port
+from tests.support.servers import free_port
 
 from .model import Model
 from .test_edges import SECOND, future, write_state

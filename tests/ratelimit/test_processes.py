@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from django_redislock.ratelimit.limiter import RateLimit
-from tests.conftest import Backend, Processes
+from tests.support.fixtures import Backend, Processes
 
 from .model import Model
 from .test_limiter import hammer

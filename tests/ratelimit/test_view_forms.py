@@ -17,7 +17,7 @@ from django.test import RequestFactory
 
 from django_redislock.ratelimit.limiter import RateLimit
 from django_redislock.views.rate_limited import redis_rate_limited
-from tests.servers import free_port
+from tests.support.servers import free_port
 
 from . import rate_functions
 from .rate_functions import plan_key, plan_rate, slug_key

@@ -19,8 +19,8 @@ from django.test import AsyncClient, Client
 from django_redislock.ratelimit.limiter import RateLimit
 from django_redislock.views.keys import client_network
 from django_redislock.views.rate_limited import redis_rate_limited
-from tests.conftest import Backend
-from tests.servers import free_port
+from tests.support.fixtures import Backend
+from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.usefixtures("backend"), pytest.mark.urls("tests.ratelimit.urls")]
 JSON = {"HTTP_ACCEPT": "application/json"}

@@ -14,8 +14,7 @@ from django_redislock.locks.async_lock import AsyncLock
 from django_redislock.redis import aio
 from django_redislock.stock.async_stock import AsyncStock
 from django_redislock.stock.stock import Stock
-
-from ..conftest import Backend
+from tests.support.fixtures import Backend
 
 TASKS = 8
 ROUNDS = 6  # a round misbehaves only when the random first routes miss the key's node

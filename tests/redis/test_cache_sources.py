@@ -15,7 +15,7 @@ from django_redislock import AsyncLock, Lock, Redlock
 from django_redislock.queue.queue import get_queue
 from django_redislock.redis.clients import get_redis
 from django_redislock.test import run_jobs
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
 
 DJANGO = "django.core.cache.backends.redis.RedisCache"
 

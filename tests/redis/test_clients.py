@@ -65,7 +65,7 @@ def test_a_connection_closed_by_the_server_is_replaced(settings, redis_server, m
 
 def test_redis_restart_then_locks_work_again(settings, processes):
     from django_redislock.exceptions import RedisUnavailable
-    from tests.servers import RedisServer
+    from tests.support.servers import RedisServer
 
     with RedisServer() as server:
         settings.REDISLOCK = {"URL": server.url}
@@ -219,7 +219,7 @@ def test_the_first_command_after_a_redis_restart_goes_through(settings: Any) -> 
     import asyncio
 
     from django_redislock import AsyncLock, Lock, get_queue
-    from tests.servers import RedisServer
+    from tests.support.servers import RedisServer
 
     with RedisServer() as server:
         settings.REDISLOCK = {"URL": server.url}

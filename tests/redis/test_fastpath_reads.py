@@ -112,7 +112,7 @@ def test_meanwhile_runs_once_more_when_the_command_is_sent_again(
 
 
 def test_redis_gone_mid_read_is_redis_unavailable(settings: Any) -> None:
-    from tests.servers import RedisServer
+    from tests.support.servers import RedisServer
 
     with RedisServer() as server:
         settings.REDISLOCK = {"URL": server.url}

@@ -76,7 +76,7 @@ def test_collections_at_every_allocation_while_redis_comes_and_goes(settings, pr
     half-built connections become garbage), then work again (Redis is back): no thread hangs,
     no failure escapes as anything but RedisUnavailable, and threads never keep more than
     half the pool."""
-    from tests.servers import RedisServer
+    from tests.support.servers import RedisServer
 
     with RedisServer() as server:
         settings.REDISLOCK = {"URL": f"{server.url}?max_connections=8"}

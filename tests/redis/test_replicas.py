@@ -11,7 +11,7 @@ import pytest
 
 from django_redislock import Lock
 from django_redislock.exceptions import ReplicasNotConfirmed
-from tests.servers import RedisClusterServers, RedisServer
+from tests.support.servers import RedisClusterServers, RedisServer
 
 
 def wait_online(master: RedisServer) -> None:

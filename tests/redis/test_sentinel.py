@@ -21,8 +21,8 @@ from django_redislock.locks.lock import Lock
 from django_redislock.locks.redlock import Redlock
 from django_redislock.redis.clients import get_redis
 from django_redislock.redis.sentinel import SentinelURL, parse
-from tests.sentinel_servers import RedisSentinelGroup
-from tests.servers import free_port
+from tests.support.sentinel_servers import RedisSentinelGroup
+from tests.support.servers import free_port
 
 
 def sentinel_cache(group: RedisSentinelGroup) -> dict[str, Any]:

@@ -37,9 +37,8 @@ from django_redislock.exceptions import LockError, RedisUnavailable
 from django_redislock.locks.lock import Lock
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.redis.clients import call, get_redis
-from tests.sentinel_servers import RedisSentinelGroup
-
-from ..conftest import Processes
+from tests.support.fixtures import Processes
+from tests.support.sentinel_servers import RedisSentinelGroup
 
 try:
     from django.tasks import task

@@ -15,9 +15,8 @@ from django_redislock.redis.clients import get_redis, run_script
 from django_redislock.stock.async_stock import AsyncStock
 from django_redislock.stock.listing import stock_names
 from django_redislock.stock.stock import ADD_REQUEST_TTL_MS, Stock
-
-from ..conftest import Backend
-from ..script_monitor import NodeMonitor
+from tests.support.fixtures import Backend
+from tests.support.script_monitor import NodeMonitor
 
 
 def resend(operation: Any) -> None:

@@ -11,8 +11,7 @@ import pytest
 from django_redislock.exceptions import ReservationError, ReservationExpired, StockError
 from django_redislock.stock.async_stock import AsyncStock
 from django_redislock.stock.stock import Stock
-
-from ..conftest import Backend
+from tests.support.fixtures import Backend
 
 
 def test_the_api_awaited(backend: Backend) -> None:

@@ -8,8 +8,7 @@ from django_redislock.conf import conf
 from django_redislock.stock.async_stock import AsyncStock
 from django_redislock.stock.listing import count_stocks, expiring, stock_names
 from django_redislock.stock.stock import Stock
-
-from ..conftest import Backend
+from tests.support.fixtures import Backend
 
 
 def test_stocks_are_listed_once_set_until_deleted(backend: Backend) -> None:

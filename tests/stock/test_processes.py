@@ -16,9 +16,8 @@ import pytest
 
 from django_redislock.exceptions import RedisUnavailable, ReservationExpired
 from django_redislock.stock.stock import Reservation, Stock
-from tests.servers import RedisServer
-
-from ..conftest import Backend, Processes
+from tests.support.fixtures import Backend, Processes
+from tests.support.servers import RedisServer
 
 pytestmark = pytest.mark.processes
 

@@ -17,8 +17,7 @@ from django_redislock.exceptions import (
 )
 from django_redislock.stock.arguments import MAX_TTL, MAX_UNITS
 from django_redislock.stock.stock import SWEEP, Stock, StockCounts
-
-from ..conftest import Backend
+from tests.support.fixtures import Backend
 
 
 def consistent(stock: Stock) -> StockCounts:

@@ -12,8 +12,8 @@ from django_redislock.queue.queue import get_queue
 from django_redislock.redis.clients import get_redis, reset_connections
 from django_redislock.test import delete_prefix, isolated_keys, run_jobs
 from tests.models import Account
+from tests.support.fixtures import Backend
 
-from ..conftest import Backend
 from .tasks import CALLS
 
 ADD = "tests.testing.tasks.add"

@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 
-from tests.servers import RedisServer, redis_server_binary
+from tests.support.servers import RedisServer, redis_server_binary
 
 
 class SentinelServer(RedisServer):
