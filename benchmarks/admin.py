@@ -141,8 +141,9 @@ def fill_finished(count: int) -> None:
         end = min(count, start + BATCH)
         queue.enqueue_many({"task": TASK, "args": [i]} for i in range(start, end))
         popped = queue.pop(end - start, worker="benchmark")
-        queue.fetch(0, finished=[(job, f'{{"ok": true, "n": {i}}}') for i, job in
-                                 enumerate(popped, start)])  # fmt: skip
+        queue.fetch(
+            0, finished=[(job, f'{{"ok": true, "n": {i}}}') for i, job in enumerate(popped, start)]
+        )
         progress(end)
 
 
@@ -245,8 +246,10 @@ def pages(jobs: dict[str, str], counts: dict[str, int], locks: int) -> list[tupl
     found = [("admin index", reverse("admin:index")), ("queues", url("dashboard_changelist"))]
     for state, count in counts.items():
         deep = min(DEEP_JOB_PAGE, last(count))
-        found += [(f"jobs {state} ({count:,}) p1", url("jobs", QUEUE, state)),
-                  (f"jobs {state} p{deep:,}", url("jobs", QUEUE, state, p=deep))]  # fmt: skip
+        found += [
+            (f"jobs {state} ({count:,}) p1", url("jobs", QUEUE, state)),
+            (f"jobs {state} p{deep:,}", url("jobs", QUEUE, state, p=deep)),
+        ]
     middle = lock_name(locks // 2, locks)
     small, big = middle[: len(middle) - 2], middle[: len("lock:") + 1]  # ~100, ~10 % of locks
     deep, deep_big = last(locks) // 2 + 1, last(locks // 10) // 2 + 1
@@ -264,13 +267,12 @@ def pages(jobs: dict[str, str], counts: dict[str, int], locks: int) -> list[tupl
         ("confirm delete", url("confirm", "delete", queue=QUEUE, job=jobs["ready"])),
         ("confirm purge dead", url("confirm", "purge", queue=QUEUE)),
         ("confirm retry all dead", url("confirm", "retry_all", queue=QUEUE)),
-        ("confirm requeue now", url("confirm", "requeue_running", queue=QUEUE,
-                                    job=jobs["left"])),
+        ("confirm requeue now", url("confirm", "requeue_running", queue=QUEUE, job=jobs["left"])),
         ("job dead", url("job", QUEUE, id=jobs["dead"])),
         ("job running", url("job", QUEUE, id=jobs["left"])),
         ("job scheduled", url("job", QUEUE, id=jobs["scheduled"])),
         ("schedule", url("schedule")),
-    ]  # fmt: skip
+    ]
     if jobs.get("done"):
         found.append(("job finished", url("job", QUEUE, id=jobs["done"])))
     return found
@@ -293,8 +295,9 @@ def measure(r: redis.Redis, jobs: int, locks: int, runs: int, finished: int) -> 
     from django_redislock import get_queue, get_redis
 
     r.flushdb()
-    print(f"Filling: {jobs:,} scheduled jobs, {finished:,} finished, {locks:,} held locks",
-          flush=True)  # fmt: skip
+    print(
+        f"Filling: {jobs:,} scheduled jobs, {finished:,} finished, {locks:,} held locks", flush=True
+    )
     fill_finished(finished)
     ids = fill_jobs(jobs)
     done = get_queue(QUEUE).jobs("done", 0, 1)
@@ -338,8 +341,9 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     parser.add_argument("--jobs", type=int, default=1_000_000, help="scheduled jobs")
     parser.add_argument("--locks", type=int, default=100_000, help="held locks")
     parser.add_argument("--runs", type=int, default=20, help="timed loads of each page")
-    parser.add_argument("--finished", type=int, default=100_000,
-                        help="finished jobs kept with their result")  # fmt: skip
+    parser.add_argument(
+        "--finished", type=int, default=100_000, help="finished jobs kept with their result"
+    )
     args = parser.parse_args(argv)
 
     url, server = redis_url()
@@ -347,8 +351,10 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         configure()
     r = redis.Redis.from_url(url)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"Redis {r.info('server')['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-          f"Django {django.get_version()}; {os.cpu_count()} CPUs, load average {load}")  # fmt: skip
+    print(
+        f"Redis {r.info('server')['redis_version']} at {url}; Python {sys.version.split()[0]}; "
+        f"Django {django.get_version()}; {os.cpu_count()} CPUs, load average {load}"
+    )
     try:
         queues = {QUEUE: {"LEASE": 3600, "RESULT_TTL": 86400}}
         options = {"URL": url, "QUEUES": queues, "SCHEDULE": SCHEDULE}

@@ -179,13 +179,17 @@ def main() -> None:
     import redis
 
     info = redis.Redis.from_url(url).info("server")
-    print(f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-          f"Django {django.get_version()}; {os.cpu_count()} CPUs\n")  # fmt: skip
+    print(
+        f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
+        f"Django {django.get_version()}; {os.cpu_count()} CPUs\n"
+    )
     try:
         report("Django test client (no network)", through_test_client(rounds, per_round))
         print()
-        report("Real HTTP server (threaded WSGI, another process, keep-alive)",
-               through_http(rounds, per_round))  # fmt: skip
+        report(
+            "Real HTTP server (threaded WSGI, another process, keep-alive)",
+            through_http(rounds, per_round),
+        )
     finally:
         if server is not None:
             server.cleanup()

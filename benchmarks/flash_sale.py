@@ -43,17 +43,26 @@ def main() -> None:
 
     try:
         command = Command(stdout=io.TextIOWrapper(sys.stdout.buffer, write_through=True))
-        rows = command.run({"stock": args.stock, "buyers": args.buyers,
-                            "attempts": attempts, "workers": args.workers})  # fmt: skip
+        rows = command.run(
+            {
+                "stock": args.stock,
+                "buyers": args.buyers,
+                "attempts": attempts,
+                "workers": args.workers,
+            }
+        )
         (_, _, _, mutex), (_, _, orders, reserved) = rows[1], rows[2]
         speed = reserved.orders_per_second / max(mutex.orders_per_second, 1e-9)
         print("Targets")
         for name, value, ok in (
             ("reservation orders/s >= 3x mutex", f"{speed:.2f}x", speed >= 3),
             ("reservation oversold == 0", max(0, orders - args.stock), orders <= args.stock),
-            ("reservation busy while stock left == 0", reserved.busy_while_left,
-             reserved.busy_while_left == 0),
-        ):  # fmt: skip
+            (
+                "reservation busy while stock left == 0",
+                reserved.busy_while_left,
+                reserved.busy_while_left == 0,
+            ),
+        ):
             print(f"  {name:42s} {value!s:>8}  {'ok' if ok else 'FAIL'}")
     finally:
         if server is not None:

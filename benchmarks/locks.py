@@ -295,9 +295,12 @@ def contention(url: str, kind: str, clients: int, seconds: float) -> tuple[float
 
 HANDOFF_ROUNDS = 5
 PUSHED = {
-    "django-redislock", "django-redislock fair", "ours, SPIN_WAIT 0", "ours, Semaphore",
+    "django-redislock",
+    "django-redislock fair",
+    "ours, SPIN_WAIT 0",
+    "ours, Semaphore",
     "python-redis-lock",
-}  # fmt: skip
+}
 
 CONTENTION: dict[str, Callable[..., Any]] = {
     "django-redislock fair": ours_fair,

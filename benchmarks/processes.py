@@ -50,8 +50,7 @@ def drain(jobs: list[dict[str, Any]], processes: int | None, concurrency: int) -
     queue = get_queue()
     for start in range(0, len(jobs), 1000):
         queue.enqueue_many(jobs[start : start + 1000])
-    worker = multiprocessing.get_context("fork").Process(target=run,
-                                                         args=(processes, concurrency))  # fmt: skip
+    worker = multiprocessing.get_context("fork").Process(target=run, args=(processes, concurrency))
     began = time.perf_counter()
     worker.start()
     worker.join()
@@ -69,18 +68,24 @@ def main() -> None:
     try:
         setup(url)
         noop_count, cpu_count = (4000, 100) if options.quick else (20000, 400)
-        noop = [{"task": "benchmarks.queue_tasks.redislock_noop", "args": [n]}
-                for n in range(noop_count)]  # fmt: skip
-        cpu = [{"task": "benchmarks.queue_tasks.redislock_cpu", "args": [CPU_LOOP]}
-               for _ in range(cpu_count)]  # fmt: skip
+        noop = [
+            {"task": "benchmarks.queue_tasks.redislock_noop", "args": [n]}
+            for n in range(noop_count)
+        ]
+        cpu = [
+            {"task": "benchmarks.queue_tasks.redislock_cpu", "args": [CPU_LOOP]}
+            for _ in range(cpu_count)
+        ]
         rows = [
             ("one process, 1 thread", None, 1),
             ("one process, 2 threads", None, 2),
             ("--processes 1", 1, 1),
             ("--processes 2", 2, 1),
         ]
-        print(f"{os.cpu_count()} CPUs; {noop_count} no-op jobs, {cpu_count} CPU-bound jobs "
-              f"(~10 ms each); jobs/s, best of 2\n")  # fmt: skip
+        print(
+            f"{os.cpu_count()} CPUs; {noop_count} no-op jobs, {cpu_count} CPU-bound jobs "
+            f"(~10 ms each); jobs/s, best of 2\n"
+        )
         print(f"  {'':28} {'no-op jobs/s':>14} {'CPU-bound jobs/s':>18}")
         results = {}
         for label, processes, concurrency in rows:

@@ -157,13 +157,17 @@ def main() -> None:
     import redis
 
     info = redis.Redis.from_url(url).info("server")
-    print(f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-          f"Django {django.get_version()}; {os.cpu_count()} CPUs\n")  # fmt: skip
+    print(
+        f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
+        f"Django {django.get_version()}; {os.cpu_count()} CPUs\n"
+    )
     try:
         report("Django test client (no network)", through_test_client(rounds, per_round))
         print()
-        report("The limiter alone ('unguarded': a plain INCR, the round trip's floor)",
-               direct(rounds, per_round))  # fmt: skip
+        report(
+            "The limiter alone ('unguarded': a plain INCR, the round trip's floor)",
+            direct(rounds, per_round),
+        )
         print()
         if not args.skip_minute:
             exact = the_minute(61)

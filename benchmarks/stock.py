@@ -95,8 +95,10 @@ def main() -> None:
     stock.delete()
     stock.set(PLENTY)
     info = get_redis().info("server")
-    print(f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-          f"{os.cpu_count()} CPUs\n")  # fmt: skip
+    print(
+        f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
+        f"{os.cpu_count()} CPUs\n"
+    )
     try:
         ours: list[float] = []
         floor: list[float] = []

@@ -19,8 +19,14 @@ pytestmark = [pytest.mark.usefixtures("backend"), pytest.mark.urls(__name__)]
 
 def described(request: HttpRequest) -> JsonResponse:
     guard = request.redis_lock  # type: ignore[attr-defined]
-    return JsonResponse({"class": type(guard).__name__, "name": guard.name,
-                         "owned": guard.owned(), "held": guard.count()})  # fmt: skip
+    return JsonResponse(
+        {
+            "class": type(guard).__name__,
+            "name": guard.name,
+            "owned": guard.owned(),
+            "held": guard.count(),
+        }
+    )
 
 
 @redis_locked("export:{user}", limit=2, ttl=30)
@@ -31,8 +37,9 @@ def export(request: HttpRequest, user: int) -> JsonResponse:
 @redis_locked("export:{user}", limit=2, ttl=30)
 async def aexport(request: HttpRequest, user: int) -> JsonResponse:
     guard = request.redis_lock  # type: ignore[attr-defined]
-    return JsonResponse({"class": type(guard).__name__, "owned": await guard.owned(),
-                         "held": await guard.count()})  # fmt: skip
+    return JsonResponse(
+        {"class": type(guard).__name__, "owned": await guard.owned(), "held": await guard.count()}
+    )
 
 
 @redis_locked("export:{user}", limit=2, ttl=30)

@@ -30,16 +30,32 @@ def servers_in(directory: Path) -> list[psutil.Process]:
 
 
 def test_the_demo_stops_its_redis_and_reports_only_its_own_run(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SHOP_DB": str(tmp_path / "shop.sqlite3"),
-           "SHOP_REDIS_FILE": str(tmp_path / "redis.db"),
-           "DJANGO_SETTINGS_MODULE": "config.settings"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SHOP_DB": str(tmp_path / "shop.sqlite3"),
+        "SHOP_REDIS_FILE": str(tmp_path / "redis.db"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
     env.pop("REDIS_URL", None)
-    command = [sys.executable, "example_project/manage.py", "flash_sale_demo", "--stock", "3",
-               "--buyers", "2", "--attempts", "4", "--workers", "1"]  # fmt: skip
+    command = [
+        sys.executable,
+        "example_project/manage.py",
+        "flash_sale_demo",
+        "--stock",
+        "3",
+        "--buyers",
+        "2",
+        "--attempts",
+        "4",
+        "--workers",
+        "1",
+    ]
     try:
         for _ in range(2):  # the second run starts from the data the first one saved
-            done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                                  timeout=120)  # fmt: skip
+            done = subprocess.run(
+                command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+            )
             assert done.returncode == 0, done.stdout + done.stderr
             orders = sum(int(n) for n in re.findall(r"(\d+) orders, \d+ left", done.stdout))
             scheduled = re.search(r"(\d+) are scheduled in the queue", done.stdout)

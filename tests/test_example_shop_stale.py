@@ -23,8 +23,13 @@ pytestmark = [
 ]
 
 
-def post(path: str, results: dict[str, int], key: str, client: Client | None = None,
-         data: dict[str, Any] | None = None) -> None:  # fmt: skip
+def post(
+    path: str,
+    results: dict[str, int],
+    key: str,
+    client: Client | None = None,
+    data: dict[str, Any] | None = None,
+) -> None:
     try:
         results[key] = (client or Client()).post(path, data or {}).status_code
     finally:

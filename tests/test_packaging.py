@@ -20,8 +20,11 @@ def build(kind: str, source: Path, out: Path) -> tuple[Path, list[str]]:
     warnings raised meanwhile (pip shows those, even with -q; it hides setuptools' log)."""
     done = subprocess.run(
         [sys.executable, "-c", BUILD.format(kind), str(out)],
-        cwd=source, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     warnings = re.findall(r"^.*\w+Warning: .*$", done.stderr, re.MULTILINE)
     return out / done.stdout.strip().splitlines()[-1], warnings
@@ -29,9 +32,12 @@ def build(kind: str, source: Path, out: Path) -> tuple[Path, list[str]]:
 
 def package_files() -> set[str]:
     listed = subprocess.run(
-        ["git", "ls-files", "django_redislock"], cwd=ROOT, capture_output=True, text=True,
+        ["git", "ls-files", "django_redislock"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         check=True,
-    ).stdout.split()  # fmt: skip
+    ).stdout.split()
     return {name for name in listed if (ROOT / name).exists()}  # committed or not yet
 
 
@@ -51,8 +57,9 @@ def test_the_sdist_and_its_wheel(tmp_path: Path) -> None:
     for label in ("Homepage", "Repository", "Issues", "Changelog"):
         assert f"Project-URL: {label}, https://github.com/django-redislock/" in info
 
-    wheel, warnings = build("wheel", sdist.parent / "src" / sdist.name.removesuffix(".tar.gz"),
-                            tmp_path)  # fmt: skip
+    wheel, warnings = build(
+        "wheel", sdist.parent / "src" / sdist.name.removesuffix(".tar.gz"), tmp_path
+    )
     assert warnings == []
     with zipfile.ZipFile(wheel) as archive:
         in_wheel = set(archive.namelist())

@@ -424,8 +424,9 @@ def test_the_check_catches_a_script_that_builds_a_key(nodes: list[tuple[str, int
 
 def test_monitor_lines_are_read_and_attributed_in_either_order() -> None:
     assert parse(b'+1.5 [0 lua] "SET" "a\\"b" "\\xff\\n" "12"') == (
-        True, [b"SET", b'a"b', b"\xff\n", b"12"]
-    )  # fmt: skip
+        True,
+        [b"SET", b'a"b', b"\xff\n", b"12"],
+    )
     assert parse(b'+1.5 [0 127.0.0.1:5] "GET" "k"') == (False, [b"GET", b"k"])
     inner = [[b"GET", b"k"], [b"SET", b"x", b"1"]]
     missing = [b"EVALSHA", b"ab" * 20, b"1", b"k"]  # NOSCRIPT: the EVAL follows

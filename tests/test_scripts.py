@@ -38,8 +38,12 @@ def run(tmp_env: dict[str, str], script: str, **extra: str) -> subprocess.Comple
     home = Path(tmp_env["HOME"])
     return subprocess.run(
         [shutil.which("bash") or "bash", str(home / "scripts" / script)],
-        env={**tmp_env, **extra}, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        env={**tmp_env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_without_a_python_312_the_django6_script_says_so_and_exits_2(

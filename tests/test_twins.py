@@ -20,8 +20,12 @@ from django_redislock import (
     Stock,
 )
 
-TWINS = [(Lock, AsyncLock), (Semaphore, AsyncSemaphore), (Stock, AsyncStock),
-         (RateLimit, AsyncRateLimit)]  # fmt: skip
+TWINS = [
+    (Lock, AsyncLock),
+    (Semaphore, AsyncSemaphore),
+    (Stock, AsyncStock),
+    (RateLimit, AsyncRateLimit),
+]
 
 
 def public(cls: type) -> set[str]:

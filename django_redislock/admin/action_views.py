@@ -41,9 +41,12 @@ class ActionViews(Rendering):
         if "state" in act.optional and "job" in described:  # the state confirmed is posted
             fields["state"] = described["job"].state
         context = {
-            **described, "action": act, "fields": fields, "next": back,
+            **described,
+            "action": act,
+            "fields": fields,
+            "next": back,
             "post_url": self._url("action", action),
-        }  # fmt: skip
+        }
         return self._render(request, "confirm.html", f"{act.label}: are you sure?", context)
 
     def action_view(self, request: HttpRequest, action: str) -> HttpResponse:
@@ -90,9 +93,15 @@ class ActionViews(Rendering):
             messages.error(request, f"Nothing was done: Redis failed ({exc}).")
             return HttpResponseRedirect(back)
         if "confirmed" not in request.POST:
-            context = {"summary": summary, "action": {"label": label}, "next": back,
-                       "fields": {"queue": queue}, "ids": ids, "post_url": request.path,
-                       "bulk": True}  # fmt: skip
+            context = {
+                "summary": summary,
+                "action": {"label": label},
+                "next": back,
+                "fields": {"queue": queue},
+                "ids": ids,
+                "post_url": request.path,
+                "bulk": True,
+            }
             return self._render(request, "confirm.html", f"{label}: are you sure?", context)
         object_repr = f"{len(ids)} dead jobs of queue {queue}: {', '.join(ids)}"
         self._write_log(request, queue, object_repr, flag, done)

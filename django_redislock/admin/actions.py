@@ -273,18 +273,28 @@ def _as_dead(t: Mapping[str, str]) -> tuple[str, str]:
 
 JOB = ("queue", "job")
 ACTIONS = {
-    "release": Action("Force release", RELEASE, DELETION, ("name",), _describe_release,
-                      _release, _as_lock),
-    "release_semaphore": Action("Force release", RELEASE, DELETION, ("name",),
-                                _describe_release_semaphore, _release_semaphore, _as_semaphore),
+    "release": Action(
+        "Force release", RELEASE, DELETION, ("name",), _describe_release, _release, _as_lock
+    ),
+    "release_semaphore": Action(
+        "Force release",
+        RELEASE,
+        DELETION,
+        ("name",),
+        _describe_release_semaphore,
+        _release_semaphore,
+        _as_semaphore,
+    ),
     "run": Action("Run now", MANAGE, CHANGE, JOB, _describe_run, _run, as_job),
     "retry": Action("Retry", MANAGE, CHANGE, JOB, _describe_retry, _retry, as_job),
     "cancel": Action("Stop", MANAGE, CHANGE, JOB, _describe_cancel, _cancel, as_job),
-    "delete": Action("Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, as_job,
-                     optional=("state",)),
-    "purge": Action("Purge dead jobs", MANAGE, DELETION, ("queue",), _describe_purge, _purge,
-                    _as_dead),
-}  # fmt: skip
+    "delete": Action(
+        "Delete", MANAGE, DELETION, JOB, _describe_delete, _delete, as_job, optional=("state",)
+    ),
+    "purge": Action(
+        "Purge dead jobs", MANAGE, DELETION, ("queue",), _describe_purge, _purge, _as_dead
+    ),
+}
 # The actions offered on a job in each state.
 JOB_ACTIONS: dict[str, tuple[str, ...]] = {
     JobState.READY: ("delete",),

@@ -86,8 +86,10 @@ def _requeue_running(t: Mapping[str, str]) -> str:
 
 def _describe_retry_all(t: Mapping[str, str]) -> dict[str, Any]:
     dead = dead_count(t)
-    return {"summary": f"Run all {dead} dead jobs of queue “{t['queue']}” again now, their "
-            "attempts reset."}  # fmt: skip
+    return {
+        "summary": f"Run all {dead} dead jobs of queue “{t['queue']}” again now, their "
+        "attempts reset."
+    }
 
 
 def _retry_all(t: Mapping[str, str]) -> str:
@@ -100,11 +102,25 @@ def _as_all_dead(t: Mapping[str, str]) -> tuple[str, str]:
 
 JOB_FIELDS = ("queue", "job")
 ACTIONS = {
-    "requeue_running": Action("Requeue now", MANAGE, CHANGE, JOB_FIELDS,
-                              _describe_requeue_running, _requeue_running, as_job),
-    "retry_all": Action("Retry all dead jobs", MANAGE, CHANGE, ("queue",), _describe_retry_all,
-                        _retry_all, _as_all_dead),
-}  # fmt: skip
+    "requeue_running": Action(
+        "Requeue now",
+        MANAGE,
+        CHANGE,
+        JOB_FIELDS,
+        _describe_requeue_running,
+        _requeue_running,
+        as_job,
+    ),
+    "retry_all": Action(
+        "Retry all dead jobs",
+        MANAGE,
+        CHANGE,
+        ("queue",),
+        _describe_retry_all,
+        _retry_all,
+        _as_all_dead,
+    ),
+}
 
 
 # --- the dead jobs checked on a page ------------------------------------------------------

@@ -23,8 +23,10 @@ from .shown import shown_name
 
 # The states a queue's jobs are listed in, each a tab: the pending ones, then the finished.
 STATES = (*LISTED_STATES, JobState.DONE)
-LABELS = {**{name: act.label for name, act in ACTIONS.items()},
-          **{name: act.label for name, act in JOB_ACTIONS_MORE.items()}}  # fmt: skip
+LABELS = {
+    **{name: act.label for name, act in ACTIONS.items()},
+    **{name: act.label for name, act in JOB_ACTIONS_MORE.items()},
+}
 
 
 class JobPages(Rendering):
@@ -51,24 +53,37 @@ class JobPages(Rendering):
                 "tabs": [(s, counts[s], self._url("jobs", queue, s)) for s in STATES],
                 "purge_url": self._confirm(request, "purge", queue=queue) if dead else "",
                 "retry_all_url": self._confirm(request, "retry_all", queue=queue) if dead else "",
-                "bulk": [(name, label, self._url("bulk", name)) for name, (label, _) in
-                         BULK.items()] if dead else [],
+                "bulk": [
+                    (name, label, self._url("bulk", name)) for name, (label, _) in BULK.items()
+                ]
+                if dead
+                else [],
                 "max_checked": MAX_CHECKED,
                 "flagged": sum(1 for row in rows if row["left"]),
                 # Listed but not shown: gone meanwhile, or an id that is no UTF-8 text
                 "unread": max(0, pager.size - len(rows)),
-            }  # fmt: skip
+            }
 
         shown = "finished" if state == JobState.DONE else state
-        extra = {"tab": "queues", "queue": queue, "state": state,
-                 "job_nouns": f"{shown} job,{shown} jobs"}  # fmt: skip
+        extra = {
+            "tab": "queues",
+            "queue": queue,
+            "state": state,
+            "job_nouns": f"{shown} job,{shown} jobs",
+        }
         title = f"{shown.capitalize()} jobs of queue “{queue}”"
         return self._page(request, "jobs.html", title, load, extra)
 
     def _row(
-        self, request: HttpRequest, q: Queue, job: Job, score: int, live: set[str] | None,
-        now: float, can_manage: bool,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        request: HttpRequest,
+        q: Queue,
+        job: Job,
+        score: int,
+        live: set[str] | None,
+        now: float,
+        can_manage: bool,
+    ) -> dict[str, Any]:
         running = job.state == JobState.RUNNING
         left = left_behind(q, job, score, live, now) if running and score else ""
         shown = shown_name(job.id, checked_job_id)
@@ -113,10 +128,13 @@ class JobPages(Rendering):
             row = self._row(request, q, job, expiry or 0, live, now, can(request, MANAGE))
             if expiry is None:  # not running (or just ended): no lease to speak of
                 row["lease_in"] = None
-            return {"row": row, "job": job, "errors": list(enumerate(job.errors, start=1)),
-                    "settled": job.state in (JobState.DEAD, JobState.DONE),
-                    "state_url": self._url("jobs", queue, job.state)
-                    if job.state in STATES else ""}  # fmt: skip
+            return {
+                "row": row,
+                "job": job,
+                "errors": list(enumerate(job.errors, start=1)),
+                "settled": job.state in (JobState.DEAD, JobState.DONE),
+                "state_url": self._url("jobs", queue, job.state) if job.state in STATES else "",
+            }
 
         shown = shown_name(job_id, checked_job_id)
         title = f"Job “{shown.text[:80]}{'…' if len(shown.text) > 80 else ''}”"

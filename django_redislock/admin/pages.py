@@ -45,11 +45,13 @@ class Pages(Rendering):
                         raise
                     rows.append({"name": name, "error": str(exc)})  # the others still show
                     continue
-                rows.append({
-                    "name": name,
-                    "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
-                    "oldest": oldest,
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "name": name,
+                        "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
+                        "oldest": oldest,
+                    }
+                )
             return {"queues": rows}
 
         return self._page(request, "queues.html", "Queues", load, {"tab": "queues"})
@@ -138,9 +140,15 @@ class Pages(Rendering):
             what = info.get("unreadable") if isinstance(info, dict) else info
             ident = info.get("id", "?") if isinstance(info, dict) else "?"
             host = f"(this registry entry in Redis is unreadable: {str(what)[:200]})"
-            return {"id": str(ident), "shown": shown_name(str(ident)), "host": host,
-                    "queues": [], "current": [],
-                    "beat_age": None, "up": None}  # fmt: skip
+            return {
+                "id": str(ident),
+                "shown": shown_name(str(ident)),
+                "host": host,
+                "queues": [],
+                "current": [],
+                "beat_age": None,
+                "up": None,
+            }
         queues, jobs = info.get("queues"), info.get("jobs")
         current = []
         for job in jobs if isinstance(jobs, list) else [jobs]:
@@ -150,12 +158,11 @@ class Pages(Rendering):
             shown = shown_name(job_id)
             current.append((shown_name(queue).text, shown, link if shown.linkable else ""))
         return {
-            **{key: info.get(key) for key in ("host", "pid", "concurrency", "processed",
-                                              "failed")},
+            **{key: info.get(key) for key in ("host", "pid", "concurrency", "processed", "failed")},
             "id": str(info.get("id", "?")),
             "shown": shown_name(str(info.get("id", "?"))),
             "queues": [str(q) for q in queues] if isinstance(queues, list) else [str(queues)],
             "beat_age": seconds_since(info.get("beat"), now),
             "up": seconds_since(info.get("started"), now),
             "current": current if jobs else [],
-        }  # fmt: skip
+        }

@@ -88,9 +88,13 @@ class Rendering(_Mixin):
         return self._render(request, template, title, context, status)
 
     def _render(
-        self, request: HttpRequest, template: str, title: str, context: dict[str, Any],
+        self,
+        request: HttpRequest,
+        template: str,
+        title: str,
+        context: dict[str, Any],
         status: int = 200,
-    ) -> TemplateResponse:  # fmt: skip
+    ) -> TemplateResponse:
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

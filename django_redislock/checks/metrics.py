@@ -34,8 +34,11 @@ def check_metrics_token(value: Any) -> Iterable[Error]:
         return
     if not isinstance(value, str) or len(value) < MIN_TOKEN or value != value.strip():
         # never the value itself in the message: it is a secret
-        what = ("too short, or with spaces around it" if isinstance(value, str)
-                else f"of type {type(value).__name__}")  # fmt: skip
+        what = (
+            "too short, or with spaces around it"
+            if isinstance(value, str)
+            else f"of type {type(value).__name__}"
+        )
         yield Error(
             f"REDISLOCK['METRICS_TOKEN'] must be None or a secret of at least {MIN_TOKEN} "
             f"characters without surrounding spaces; it is {what}.",

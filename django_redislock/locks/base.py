@@ -179,9 +179,15 @@ class LockBase(LockCore):
     def renewal(self, hold: Hold, now: int) -> tuple[Any, ...]:
         """The command the renewer pipelines to reset ``hold``'s TTL (``now``: epoch ms)."""
         return (
-            "EVAL", EXTEND.source, 3, *self.keys.extending, hold.token, self.ttl_ms, self.name,
+            "EVAL",
+            EXTEND.source,
+            3,
+            *self.keys.extending,
+            hold.token,
+            self.ttl_ms,
+            self.name,
             now,
-        )  # fmt: skip
+        )
 
     def _owns_value(self, hold: Hold | None, value: Any) -> bool:
         return hold is not None and not hold.lost and held_by(value, hold.token)
@@ -196,9 +202,15 @@ class LockBase(LockCore):
             client = client.get_redis_connection(client.get_node_from_key(self.keys[0]))
         pipe = client.pipeline(transaction=False)
         pipe.execute_command(
-            "EVAL", EXTEND.source, 3, *self.keys.extending,
-            hold.token, self.ttl_ms, self.name, now_ms(),
-        )  # fmt: skip
+            "EVAL",
+            EXTEND.source,
+            3,
+            *self.keys.extending,
+            hold.token,
+            self.ttl_ms,
+            self.name,
+            now_ms(),
+        )
         pipe.execute_command("WAIT", self.wait_replicas, max(1, min(self.ttl_ms // 3, 2000)))
         try:
             extended, acked = pipe.execute()

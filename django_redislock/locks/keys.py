@@ -102,9 +102,15 @@ def index_keys(base: str) -> ShardKeys:
 def lock_keys(base: str, name: str) -> LockKeys:
     shard = index_keys(base)
     return LockKeys(
-        f"{base}l:{name}", f"{base}q:{name}", shard.expiries, f"{base}f:{name}", shard.names,
-        f"{base}a:{name}", f"{base}h:{name}", base,
-    )  # fmt: skip
+        f"{base}l:{name}",
+        f"{base}q:{name}",
+        shard.expiries,
+        f"{base}f:{name}",
+        shard.names,
+        f"{base}a:{name}",
+        f"{base}h:{name}",
+        base,
+    )
 
 
 class LockValue(NamedTuple):

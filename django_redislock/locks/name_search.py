@@ -48,12 +48,16 @@ def by_name(
     read = [(s, start) for s, start in zip(shards, starts, strict=True) if start < s.size]
     pipe = client.pipeline(transaction=False)
     for shard, start in read:  # (ZRANGE's end must not go below its start: -1 means the last)
-        pipe.zrange(index_keys(shard.base).names, shard.first + start,
-                    shard.first + min(shard.size, start + skip + limit) - 1)  # fmt: skip
+        pipe.zrange(
+            index_keys(shard.base).names,
+            shard.first + start,
+            shard.first + min(shard.size, start + skip + limit) - 1,
+        )
     merged = sorted(
-        (text(name), shard.base) for (shard, _), names in zip(read, pipe.execute(), strict=True)
+        (text(name), shard.base)
+        for (shard, _), names in zip(read, pipe.execute(), strict=True)
         for name in names
-    )  # fmt: skip
+    )
     return [(name, name, base) for name, base in merged[skip : skip + limit]], total
 
 
@@ -70,8 +74,9 @@ def _seek(client: Any, shards: list[Matches], low: bytes, offset: int) -> tuple[
         if hi[j] <= lo[j]:
             break  # only when the index changed meanwhile
         mid = (lo[j] + hi[j]) // 2
-        found = client.zrange(index_keys(shards[j].base).names, shards[j].first + mid,
-                              shards[j].first + mid)  # fmt: skip
+        found = client.zrange(
+            index_keys(shards[j].base).names, shards[j].first + mid, shards[j].first + mid
+        )
         if not found:
             break  # the index shrank meanwhile
         pivot = found[0] if isinstance(found[0], bytes) else found[0].encode()

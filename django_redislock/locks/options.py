@@ -62,9 +62,17 @@ class LockCore:
         """ARGV of ``ACQUIRE``."""
         now = now_ms()
         return (
-            token, _keys.OWNER, self.ttl_ms, self.name, now, *flags, register_ms,
-            "1" if queued else "0", now - _keys.STALE_MARGIN_MS, _keys.PRUNE_BATCH,
-        )  # fmt: skip
+            token,
+            _keys.OWNER,
+            self.ttl_ms,
+            self.name,
+            now,
+            *flags,
+            register_ms,
+            "1" if queued else "0",
+            now - _keys.STALE_MARGIN_MS,
+            _keys.PRUNE_BATCH,
+        )
 
     def _signal_acquired(self, fence: int | None, started: float | None = None) -> None:
         if lock_acquired.receivers:  # ``waited``: seconds since acquire() began (monotonic)
@@ -81,9 +89,12 @@ class LockCore:
 
     def _report_lost(self, where: str) -> None:
         logger.error(
-            "%s %r was lost (found by %s): %s.", self.noun.capitalize(), self.name, where,
+            "%s %r was lost (found by %s): %s.",
+            self.noun.capitalize(),
+            self.name,
+            where,
             self.lost_reason,
-        )  # fmt: skip
+        )
         for receiver, error in lock_lost.send_robust(type(self), lock=self, name=self.name):
             if error is not None:
                 logger.error("lock_lost receiver %r failed: %r", receiver, error)

@@ -42,22 +42,30 @@ def command_errors() -> Iterator[None]:
         raise CommandError(str(exc)) from exc
 
 
-def add_queue_and_state(parser: CommandParser, states: list[str], what: str,
-                        default: str | None = None) -> None:  # fmt: skip
+def add_queue_and_state(
+    parser: CommandParser, states: list[str], what: str, default: str | None = None
+) -> None:
     """``--queue Q`` (required) and ``--state``: one of ``states``, required without a
     ``default``; ``what`` says what is done to the jobs of that state."""
     parser.add_argument("--queue", required=True, metavar="Q", help="the queue")
     parser.add_argument(
-        "--state", choices=states, required=default is None, default=default,
+        "--state",
+        choices=states,
+        required=default is None,
+        default=default,
         help=f"the state of the jobs to {what}" + (f" (default: {default})" if default else ""),
-    )  # fmt: skip
+    )
 
 
 def add_confirmation(parser: CommandParser) -> None:
     parser.add_argument(
-        "--yes", "--noinput", "--no-input", action="store_false", dest="interactive",
+        "--yes",
+        "--noinput",
+        "--no-input",
+        action="store_false",
+        dest="interactive",
         help="do not ask for confirmation (needed when there is no terminal to ask on)",
-    )  # fmt: skip
+    )
 
 
 def confirmed(command: Any, options: dict[str, Any], question: str) -> bool:

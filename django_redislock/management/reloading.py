@@ -66,12 +66,17 @@ def _serve(
                 return
             restarting.set()
             # a changed file (the next process starts once this one ended), or Ctrl-C
-            logger.info("Stopping worker %s: finishing %d running job(s), for at most %g s.",
-                        worker.id, worker.leases.running_count(), RELOAD_GRACE)  # fmt: skip
+            logger.info(
+                "Stopping worker %s: finishing %d running job(s), for at most %g s.",
+                worker.id,
+                worker.leases.running_count(),
+                RELOAD_GRACE,
+            )
             worker.stop()
             if not stopped.wait(RELOAD_GRACE):
-                logger.warning("Not waiting longer: the running jobs run again once their "
-                               "leases run out.")  # fmt: skip
+                logger.warning(
+                    "Not waiting longer: the running jobs run again once their leases run out."
+                )
 
         atexit.register(stop_first)
         try:

@@ -27,7 +27,8 @@ logger = logging.getLogger(__name__)
 def _families() -> dict[str, GaugeMetricFamily]:
     return {
         "jobs": GaugeMetricFamily(
-            "redislock_queue_jobs", "Jobs in a queue, by state (ready, scheduled, running, dead).",
+            "redislock_queue_jobs",
+            "Jobs in a queue, by state (ready, scheduled, running, dead).",
             labels=["queue", "state"],
         ),
         "age": GaugeMetricFamily(
@@ -36,10 +37,11 @@ def _families() -> dict[str, GaugeMetricFamily]:
             labels=["queue"],
         ),
         "workers": GaugeMetricFamily(
-            "redislock_workers", "Live workers (recent heartbeat) serving a queue.",
+            "redislock_workers",
+            "Live workers (recent heartbeat) serving a queue.",
             labels=["queue"],
         ),
-    }  # fmt: skip
+    }
 
 
 class RedisCollector(Collector):

@@ -44,17 +44,23 @@ JOB_DURATION = Histogram(
     registry=REGISTRY,
 )
 LOCK_ACQUIRED = Counter(
-    "redislock_lock_acquisitions", "Locks acquired (a hand-off included), by kind.", ["kind"],
+    "redislock_lock_acquisitions",
+    "Locks acquired (a hand-off included), by kind.",
+    ["kind"],
     registry=REGISTRY,
-)  # fmt: skip
+)
 LOCK_BUSY = Counter(
-    "redislock_lock_busy", "Acquires that gave up: the lock stayed busy for the whole timeout.",
-    ["kind"], registry=REGISTRY,
-)  # fmt: skip
-LOCK_LOST = Counter(
-    "redislock_lock_lost", "Held locks found lost (TTL ran out, or force-released).", ["kind"],
+    "redislock_lock_busy",
+    "Acquires that gave up: the lock stayed busy for the whole timeout.",
+    ["kind"],
     registry=REGISTRY,
-)  # fmt: skip
+)
+LOCK_LOST = Counter(
+    "redislock_lock_lost",
+    "Held locks found lost (TTL ran out, or force-released).",
+    ["kind"],
+    registry=REGISTRY,
+)
 LOCK_WAIT = Histogram(
     "redislock_lock_wait_seconds",
     "From acquire() to holding the lock: a round trip when free, the wait for the holder's "
@@ -65,8 +71,9 @@ LOCK_WAIT = Histogram(
 )
 
 # A task's failure that never runs again, whatever attempts are left.
-FOR_GOOD = frozenset({"django_redislock.exceptions.InvalidTask",
-                      "django_redislock.exceptions.JobCancelled"})  # fmt: skip
+FOR_GOOD = frozenset(
+    {"django_redislock.exceptions.InvalidTask", "django_redislock.exceptions.JobCancelled"}
+)
 
 
 def outcome(result: Any) -> str:
@@ -141,8 +148,11 @@ def _task_signals() -> Any:
     return signals
 
 
-_LOCK_RECEIVERS = ((lock_acquired, lock_was_acquired), (lock_busy, lock_was_busy),
-                   (lock_lost, lock_was_lost))  # fmt: skip
+_LOCK_RECEIVERS = (
+    (lock_acquired, lock_was_acquired),
+    (lock_busy, lock_was_busy),
+    (lock_lost, lock_was_lost),
+)
 _UID = "django_redislock.metrics"
 
 

@@ -69,8 +69,12 @@ def carried_text(meta: str) -> str:
 
 
 def _attributes(queue: str, task: Any, operation: str) -> dict[str, Any]:
-    return {"messaging.system": SYSTEM, "messaging.destination.name": queue,
-            "messaging.operation.type": operation, "redislock.task": str(task)}  # fmt: skip
+    return {
+        "messaging.system": SYSTEM,
+        "messaging.destination.name": queue,
+        "messaging.operation.type": operation,
+        "redislock.task": str(task),
+    }
 
 
 def traced_enqueue(method: F) -> F:
@@ -84,8 +88,9 @@ def traced_enqueue(method: F) -> F:
         if found is None:
             return method(self, task, *args, **kwargs)
         attributes = _attributes(self.name, task, "send")
-        with found.start_as_current_span(f"enqueue {task}", kind=trace.SpanKind.PRODUCER,
-                                         attributes=attributes) as span:  # fmt: skip
+        with found.start_as_current_span(
+            f"enqueue {task}", kind=trace.SpanKind.PRODUCER, attributes=attributes
+        ) as span:
             kwargs["meta"] = carried(kwargs.get("meta"))
             job = method(self, task, *args, **kwargs)
             span.set_attribute("messaging.message.id", job.id)
@@ -105,11 +110,13 @@ def traced_enqueue_many(method: F) -> F:
         if found is None:
             return method(self, jobs, **kwargs)
         attributes = _attributes(self.name, "", "send")
-        with found.start_as_current_span(f"enqueue_many {self.name}",
-                                         kind=trace.SpanKind.PRODUCER,
-                                         attributes=attributes):  # fmt: skip
-            jobs = [{**spec, "meta": carried(spec.get("meta"))} if isinstance(spec, Mapping)
-                    else spec for spec in jobs]  # fmt: skip
+        with found.start_as_current_span(
+            f"enqueue_many {self.name}", kind=trace.SpanKind.PRODUCER, attributes=attributes
+        ):
+            jobs = [
+                {**spec, "meta": carried(spec.get("meta"))} if isinstance(spec, Mapping) else spec
+                for spec in jobs
+            ]
             return method(self, jobs, **kwargs)
 
     return enqueue_many  # type: ignore[return-value]
@@ -127,9 +134,9 @@ def traced_task_enqueue(method: F) -> F:
         if found is None:
             return method(self, task, args, kwargs)
         attributes = _attributes(task.queue_name, task.module_path, "send")
-        with found.start_as_current_span(f"enqueue {task.module_path}",
-                                         kind=trace.SpanKind.PRODUCER,
-                                         attributes=attributes) as span:  # fmt: skip
+        with found.start_as_current_span(
+            f"enqueue {task.module_path}", kind=trace.SpanKind.PRODUCER, attributes=attributes
+        ) as span:
             result = method(self, task, args, kwargs, True)
             span.set_attribute("messaging.message.id", result.id)
             return result
@@ -151,13 +158,19 @@ def traced_run(function: F) -> F:
         fields = propagate.get_global_textmap().fields
         carrier = {k: v for k in fields if isinstance(v := job.meta.get(k), str)}
         parent = propagate.extract(carrier) if carrier else None
-        attributes = {**_attributes(job.queue, job.task, "process"),
-                      "messaging.message.id": job.id,
-                      "redislock.attempt": job.attempts}  # fmt: skip
-        with found.start_as_current_span(f"run {job.task}", context=parent,
-                                         kind=trace.SpanKind.CONSUMER, attributes=attributes,
-                                         record_exception=False,
-                                         set_status_on_exception=False) as span:  # fmt: skip
+        attributes = {
+            **_attributes(job.queue, job.task, "process"),
+            "messaging.message.id": job.id,
+            "redislock.attempt": job.attempts,
+        }
+        with found.start_as_current_span(
+            f"run {job.task}",
+            context=parent,
+            kind=trace.SpanKind.CONSUMER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
             try:
                 return function(job, *args, **kwargs)
             except BaseException as exc:  # a time limit, a cancel: failed runs too

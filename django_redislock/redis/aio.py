@@ -41,11 +41,28 @@ ASYNC_CONNECTION_CLASSES = {
 }
 # Connection settings that mean the same to the asyncio connection classes.
 PORTABLE_KWARGS = (
-    "host", "port", "db", "username", "password", "path", "socket_timeout",
-    "socket_connect_timeout", "socket_keepalive", "encoding", "encoding_errors",
-    "decode_responses", "client_name", "health_check_interval", "protocol", "server",
-    "ssl_keyfile", "ssl_certfile", "ssl_cert_reqs", "ssl_ca_certs", "ssl_check_hostname",
-)  # fmt: skip
+    "host",
+    "port",
+    "db",
+    "username",
+    "password",
+    "path",
+    "socket_timeout",
+    "socket_connect_timeout",
+    "socket_keepalive",
+    "encoding",
+    "encoding_errors",
+    "decode_responses",
+    "client_name",
+    "health_check_interval",
+    "protocol",
+    "server",
+    "ssl_keyfile",
+    "ssl_certfile",
+    "ssl_cert_reqs",
+    "ssl_ca_certs",
+    "ssl_check_hostname",
+)
 
 # Clients live on their event loop (an attribute of it), not in a map keyed by the loop:
 # their connections refer to the loop, so a map would keep every loop ever used alive (under

@@ -47,8 +47,18 @@ class Dedicated:
     machine that wake-up alone can cost more than Redis takes to answer. Given back to the
     pool when the thread ends."""
 
-    __slots__ = ("conn", "direct", "misses", "pack", "polled", "poller", "pool", "skip", "spin",
-                 "used")  # fmt: skip
+    __slots__ = (
+        "conn",
+        "direct",
+        "misses",
+        "pack",
+        "polled",
+        "poller",
+        "pool",
+        "skip",
+        "spin",
+        "used",
+    )
 
     def __init__(self, pool: Any, conn: Any, spin: float) -> None:
         # The connection is checked out by the caller: a failed checkout leaves no

@@ -40,9 +40,10 @@ def node_client(node: str) -> Any:
         # No connect retries (redis.Redis() defaults to ten, with backoff): a dead node should
         # cost one refused connect, not hold up the round for everybody.
         timeouts: dict[str, Any] = {
-            "socket_connect_timeout": NODE_TIMEOUT, "socket_timeout": NODE_TIMEOUT,
+            "socket_connect_timeout": NODE_TIMEOUT,
+            "socket_timeout": NODE_TIMEOUT,
             "retry": Retry(NoBackoff(), 0),
-        }  # fmt: skip
+        }
         if is_sentinel_url(node):  # a node may be a Sentinel-managed master
             client = master_client(node, **timeouts)
         else:

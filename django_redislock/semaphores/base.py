@@ -73,9 +73,14 @@ class SemaphoreBase(LockBase):
         self.limit = validate_limit(limit)
         self.permits = validate_permits(permits, self.limit)
         super().__init__(
-            name, ttl=ttl, timeout=timeout, auto_renew=auto_renew, fair=fair, fencing=fencing,
+            name,
+            ttl=ttl,
+            timeout=timeout,
+            auto_renew=auto_renew,
+            fair=fair,
+            fencing=fencing,
             using=using,
-        )  # fmt: skip
+        )
 
     def __repr__(self) -> str:
         permits = f" permits={self.permits}" if self.permits > 1 else ""
@@ -111,15 +116,23 @@ class SemaphoreBase(LockBase):
     def _wake_failed(self, exc: Exception) -> None:
         logger.warning(
             "Could not wake a waiter semaphore %r handed permits to (%s); it finds them at its "
-            "next re-check.", self.name, exc,
-        )  # fmt: skip
+            "next re-check.",
+            self.name,
+            exc,
+        )
 
     def _acquire_argv(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
         """ARGV of ``scripts.ACQUIRE``."""
         return (
-            token, f"{self.limit}|{_keys.OWNER}", self.ttl_ms, self.name, self.limit,
-            *self._flags, self.registration_ms if register else 0, "1" if queued else "0",
-        )  # fmt: skip
+            token,
+            f"{self.limit}|{_keys.OWNER}",
+            self.ttl_ms,
+            self.name,
+            self.limit,
+            *self._flags,
+            self.registration_ms if register else 0,
+            "1" if queued else "0",
+        )
 
     def _permit(self, token: str, fence: int) -> str:
         return permit_of(token, fence, self.limit, _keys.OWNER)

@@ -97,9 +97,13 @@ class SemaphoreKeys(NamedTuple):
 
 def semaphore_keys(base: str, name: str) -> SemaphoreKeys:
     return SemaphoreKeys(
-        f"{base}s:{name}", f"{base}sq:{name}", f"{base}sa:{name}", f"{base}sf:{name}",
-        f"{base}sems", base,
-    )  # fmt: skip
+        f"{base}s:{name}",
+        f"{base}sq:{name}",
+        f"{base}sa:{name}",
+        f"{base}sf:{name}",
+        f"{base}sems",
+        base,
+    )
 
 
 def permit_of(token: str, fence: int, limit: int, owner: str) -> str:

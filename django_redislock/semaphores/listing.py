@@ -72,10 +72,12 @@ def list_semaphores(
         page = [(text(name), 0) for name in call(client, "ZRANGE", indexes[0], offset, end - 1)]
     else:  # each shard's first ones: the page is among them
         found = [
-            [(float(score), shard, text(name)) for name, score in _pairs(call(
-                client, "ZRANGE", index, 0, end - 1, "WITHSCORES"))]
+            [
+                (float(score), shard, text(name))
+                for name, score in _pairs(call(client, "ZRANGE", index, 0, end - 1, "WITHSCORES"))
+            ]
             for shard, index in enumerate(indexes)
-        ]  # fmt: skip
+        ]
         page = [(name, shard) for _, shard, name in heapq.merge(*found)][offset:end]
     return [_describe(client, name, shard) for name, shard in page], total
 

@@ -62,8 +62,9 @@ def shard_base(shard: int) -> str:
 
 def stock_keys(name: str) -> StockKeys:
     base = shard_base(zlib.crc32(name.encode()) % SHARDS)
-    return StockKeys(f"{base}s:{name}", f"{base}r:{name}", f"{base}d:{name}",
-                     f"{base}a:{name}", f"{base}names")  # fmt: skip
+    return StockKeys(
+        f"{base}s:{name}", f"{base}r:{name}", f"{base}d:{name}", f"{base}a:{name}", f"{base}names"
+    )
 
 
 def names_keys() -> list[str]:

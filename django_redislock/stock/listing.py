@@ -54,8 +54,9 @@ def expiring(stock: Stock, count: int = 10) -> list[Reservation]:
     """Up to ``count`` pending reservations of ``stock``, soonest expiry first (those past
     their expiry but not yet given back included: the next call on the stock does that)."""
     client = get_redis(stock.using)
-    ids = call(client, "ZRANGEBYSCORE", stock.keys.due, "-inf", "+inf", "LIMIT", 0,
-               count * LOOK_AHEAD)  # fmt: skip
+    ids = call(
+        client, "ZRANGEBYSCORE", stock.keys.due, "-inf", "+inf", "LIMIT", 0, count * LOOK_AHEAD
+    )
     if not ids:
         return []
     found = []
@@ -63,6 +64,13 @@ def expiring(stock: Stock, count: int = 10) -> list[Reservation]:
         record = parse_record(value)
         if record is not None and record.state == "p":
             reservation_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
-            found.append(Reservation(stock.name, reservation_id, record.quantity,
-                                     record.fence, epoch(record.expires_ms)))  # fmt: skip
+            found.append(
+                Reservation(
+                    stock.name,
+                    reservation_id,
+                    record.quantity,
+                    record.fence,
+                    epoch(record.expires_ms),
+                )
+            )
     return found[:count]

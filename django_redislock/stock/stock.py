@@ -206,8 +206,9 @@ class StockBase:
             if reply.status == "ok":  # done by this call (a repeat answers its action)
                 signal = reservation_confirmed if action == "c" else reservation_released
                 if signal.receivers:
-                    signal.send(type(self), stock=self, name=self.name,
-                                reservation_id=reservation_id)  # fmt: skip
+                    signal.send(
+                        type(self), stock=self, name=self.name, reservation_id=reservation_id
+                    )
                 return True
             if reply.status == action:
                 return True

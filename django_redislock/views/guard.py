@@ -84,9 +84,15 @@ class ViewGuard:
         self.template: KeyTemplate | None = None
         if isinstance(key, str):
             self.template = KeyTemplate(
-                key, view, self.view_name, decorator=self.decorator, what=self.what,
-                anonymous=anonymous or "deny", validate=self.validate_name, ip_masks=ip_masks,
-            )  # fmt: skip
+                key,
+                view,
+                self.view_name,
+                decorator=self.decorator,
+                what=self.what,
+                anonymous=anonymous or "deny",
+                validate=self.validate_name,
+                ip_masks=ip_masks,
+            )
         self.needs_user = self.template is not None and self.template.reads_user
 
     def wrap(self) -> Any:

@@ -80,9 +80,13 @@ def redis_rate_limited(
     def decorate(view: View) -> View:
         view_group = prefix or name_of(view)
         guard = _RateGuard(
-            view, with_group(guard_key, view_group), on_redis_error=on_redis_error,
-            anonymous=anonymous, using=using, ip_masks=masks,
-        )  # fmt: skip
+            view,
+            with_group(guard_key, view_group),
+            on_redis_error=on_redis_error,
+            anonymous=anonymous,
+            using=using,
+            ip_masks=masks,
+        )
         guard.rates, guard.group, guard.policy_group = rates, view_group, prefix
         guard.burst, guard.headers, guard.on_limited = burst, headers, on_limited
         return guard.wrap()  # type: ignore[no-any-return]

@@ -314,8 +314,9 @@ def test_stop_asks_a_running_job_to_stop_and_names_the_admin(
     dead = queue.get("busy")
     assert dead.state == "dead"
     assert dead.error.startswith("Cancelled by admin ")
-    again = admin_client.post(url("action", "cancel"), {"queue": "default", "job": "busy"},
-                              follow=True)  # fmt: skip
+    again = admin_client.post(
+        url("action", "cancel"), {"queue": "default", "job": "busy"}, follow=True
+    )
     assert "is dead now" in html(again)  # nothing more to stop
 
 
@@ -458,11 +459,13 @@ def test_workers_page_shows_live_workers_only(queue: Queue, admin_client: Client
     thread = threading.Thread(target=live.run)
     thread.start()
     try:
-        fast.enqueue_many([
-            {"task": "tests.tasks.record", "args": [1]},
-            {"task": "tests.tasks.boom"},
-            {"task": "tests.tasks.slow", "args": [2, 2.0], "job_id": "in-hand"},
-        ])  # fmt: skip
+        fast.enqueue_many(
+            [
+                {"task": "tests.tasks.record", "args": [1]},
+                {"task": "tests.tasks.boom"},
+                {"task": "tests.tasks.slow", "args": [2, 2.0], "job_id": "in-hand"},
+            ]
+        )
         deadline = time.monotonic() + 10
         while True:
             page = html(admin_client.get(url("workers")))
@@ -509,8 +512,15 @@ def test_redis_unreachable_is_shown_not_a_500(admin_client: Client, settings: An
 
 def test_durations_read_like_a_person_would_say_them() -> None:
     assert [duration(s) for s in [None, 0.25, 4.56, 59, 75, 3600, 3720, 90000]] == [
-        "—", "250 ms", "4.6 s", "59 s", "1 min 15 s", "1 h", "1 h 2 min", "1 d 1 h",
-    ]  # fmt: skip
+        "—",
+        "250 ms",
+        "4.6 s",
+        "59 s",
+        "1 min 15 s",
+        "1 h",
+        "1 h 2 min",
+        "1 d 1 h",
+    ]
 
 
 # --- the queue operations the pages rely on -----------------------------------------------

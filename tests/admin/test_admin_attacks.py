@@ -492,9 +492,17 @@ def worker_entry(client: Any, worker_id: str, value: str | bytes) -> None:
 
 
 GOOD_WORKER = {
-    "id": "good", "host": "h", "pid": 1, "queues": ["default"], "started": 0, "beat": 0,
-    "jobs": ["default:j1"], "processed": 1, "failed": 0, "concurrency": 1,
-}  # fmt: skip
+    "id": "good",
+    "host": "h",
+    "pid": 1,
+    "queues": ["default"],
+    "started": 0,
+    "beat": 0,
+    "jobs": ["default:j1"],
+    "processed": 1,
+    "failed": 0,
+    "concurrency": 1,
+}
 UNREADABLE_WORKERS = [b"\xff\xfe not even text", "{not json", ""]
 GARBAGE_WORKERS = [
     "null",
@@ -552,16 +560,31 @@ def test_live_workers_flags_an_unreadable_entry(store: Backend, value: str | byt
 def test_every_value_from_redis_is_escaped(queue: Queue, admin_client: Client) -> None:
     job_id = "x<script>alert(1)</script>"
     queue.enqueue(
-        "tests.tasks.boom", args=[XSS], kwargs={XSS: XSS}, job_id=job_id, priority=100,
+        "tests.tasks.boom",
+        args=[XSS],
+        kwargs={XSS: XSS},
+        job_id=job_id,
+        priority=100,
         meta={"m": XSS},
-    )  # fmt: skip
+    )
     [popped] = queue.pop()
     queue.bury(popped, ValueError(XSS), f"Traceback {XSS}")
     client = queue.client
-    worker_entry(client, "w<script>alert(1)</script>", json.dumps({
-        **GOOD_WORKER, "id": f"w{XSS}", "host": XSS, "queues": [XSS],
-        "jobs": [f"default:{XSS}"], "pid": XSS, "processed": XSS,
-    }))  # fmt: skip
+    worker_entry(
+        client,
+        "w<script>alert(1)</script>",
+        json.dumps(
+            {
+                **GOOD_WORKER,
+                "id": f"w{XSS}",
+                "host": XSS,
+                "queues": [XSS],
+                "jobs": [f"default:{XSS}"],
+                "pid": XSS,
+                "processed": XSS,
+            }
+        ),
+    )
     lock = Lock("lock<b>", ttl=60)
     assert lock.acquire()
     pages = [

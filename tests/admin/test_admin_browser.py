@@ -185,9 +185,13 @@ class WorkerProcess:
         }
         with log.open("w") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", code], cwd=ROOT, env=env, stdout=out,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
+                [sys.executable, "-c", code],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         self.pid = self.process.pid
 
     def stop(self) -> int:

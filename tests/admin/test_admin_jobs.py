@@ -100,8 +100,9 @@ def test_the_done_index_is_trimmed_of_what_result_ttl_no_longer_keeps(
 def test_the_job_page_shows_everything_a_job_keeps(
     queue: Queue, admin_client: Client, viewer: Client
 ) -> None:
-    queue.enqueue("tests.tasks.boom", args=[1, "two"], kwargs={"order": 7}, job_id="twice",
-                  priority=100)  # fmt: skip
+    queue.enqueue(
+        "tests.tasks.boom", args=[1, "two"], kwargs={"order": 7}, job_id="twice", priority=100
+    )
     [job] = queue.pop(worker="worker-a")
     queue.fail(job, ValueError("first failure"), "Traceback (first)")
     queue.requeue("twice")  # scheduled by the backoff: run it now
@@ -110,10 +111,19 @@ def test_the_job_page_shows_everything_a_job_keeps(
     page = admin_client.get(url("job", "default"), {"id": "twice"})
     assert page.status_code == 200
     text = html(page)
-    for shown in ["tests.tasks.boom", "[1, &quot;two&quot;]", "{&quot;order&quot;: 7}",
-                  "ValueError: first failure", "Traceback (first)", "KeyError: ",
-                  "Traceback (second)", "worker-a", "worker-b", "Failed attempts (2)",
-                  "builtins.ValueError"]:  # fmt: skip
+    for shown in [
+        "tests.tasks.boom",
+        "[1, &quot;two&quot;]",
+        "{&quot;order&quot;: 7}",
+        "ValueError: first failure",
+        "Traceback (first)",
+        "KeyError: ",
+        "Traceback (second)",
+        "worker-a",
+        "worker-b",
+        "Failed attempts (2)",
+        "builtins.ValueError",
+    ]:
         assert shown in text, shown
     assert re.search(r'data-field="state"><strong>dead<', text)
     assert re.search(r'data-field="attempts">2<', text)
@@ -213,11 +223,9 @@ def test_a_job_whose_worker_is_gone_is_flagged_and_requeued_but_never_a_live_one
 
 def confirm_and_post_anyway(client: Client, action: str, job_id: str) -> Any:
     """POST an action on a job the page did not offer it for (a forged or stale form)."""
-    confirm = client.get(url("confirm", action), {"queue": "default", "job": job_id},
-                         follow=True)  # fmt: skip
+    confirm = client.get(url("confirm", action), {"queue": "default", "job": job_id}, follow=True)
     assert "not requeued" in html(confirm)  # the confirmation is refused too
-    return client.post(url("action", action), {"queue": "default", "job": job_id},
-                       follow=True)  # fmt: skip
+    return client.post(url("action", action), {"queue": "default", "job": job_id}, follow=True)
 
 
 def run_worker() -> None:
@@ -229,8 +237,10 @@ def run_worker() -> None:
 def test_a_killed_workers_job_is_flagged_once_its_lease_runs_out_and_requeued(
     real_backend: Backend, settings: Any, processes: Processes, admin_client: Client
 ) -> None:
-    settings.REDISLOCK = {**settings.REDISLOCK,
-                          "QUEUES": {"default": {"LEASE": 1, "MAX_ATTEMPTS": 3}}}  # fmt: skip
+    settings.REDISLOCK = {
+        **settings.REDISLOCK,
+        "QUEUES": {"default": {"LEASE": 1, "MAX_ATTEMPTS": 3}},
+    }
     queue = get_queue()
     victim = processes.start(run_worker)
     queue.enqueue("tests.tasks.slow", args=[1, 30], job_id="in-hand")
@@ -241,8 +251,9 @@ def test_a_killed_workers_job_is_flagged_once_its_lease_runs_out_and_requeued(
     assert victim.pid
     os.kill(victim.pid, signal.SIGKILL)
     victim.join(5)
-    wait_for(lambda: "its lease ran out" in html(admin_client.get(url("jobs", "default",
-                                                                      "running"))))  # fmt: skip
+    wait_for(
+        lambda: "its lease ran out" in html(admin_client.get(url("jobs", "default", "running")))
+    )
     done = confirm_and_post(admin_client, "requeue_running", queue="default", job="in-hand")
     assert "was made ready again" in html(done)
     job = queue.get("in-hand")
@@ -291,8 +302,9 @@ def test_a_bulk_post_without_csrf_token_is_403(queue: Queue, admin_user: Any) ->
     dead_job(queue, "d1")
     client = Client(enforce_csrf_checks=True)
     client.force_login(admin_user)
-    response = client.post(url("bulk", "delete_dead"),
-                           {"queue": "default", "job": ["d1"], "confirmed": "1"})  # fmt: skip
+    response = client.post(
+        url("bulk", "delete_dead"), {"queue": "default", "job": ["d1"], "confirmed": "1"}
+    )
     assert response.status_code == 403
     assert queue.counts()["dead"] == 1
 

@@ -230,11 +230,17 @@ def fifty_one_of_everything(queue: Queue) -> None:
         assert Lock(f"lock:{i:02}", ttl=60).acquire()
         Stock(f"stock:{i:02}").set(1)
         assert Semaphore(f"sem:{i:02}", limit=1, ttl=60).acquire(0)
-    queue.enqueue_many([
-        {"task": "tests.tasks.record", "job_id": f"{state}:{i:02}",
-         **({"delay": 600} if state == "scheduled" else {})}
-        for state in ["ready", "scheduled"] for i in range(51)
-    ])  # fmt: skip
+    queue.enqueue_many(
+        [
+            {
+                "task": "tests.tasks.record",
+                "job_id": f"{state}:{i:02}",
+                **({"delay": 600} if state == "scheduled" else {}),
+            }
+            for state in ["ready", "scheduled"]
+            for i in range(51)
+        ]
+    )
 
 
 @pytest.mark.parametrize(("p", "shown"), PAGE_NUMBERS)

@@ -65,8 +65,10 @@ def test_schedule_page_shows_each_entry_its_last_and_next_tick(
     assert "<b>broken" not in text
     assert "its queue &#x27;not-configured&#x27; is not in QUEUES" in entry_row(text, "elsewhere")
     # No scheduler looked since a tick passed: the page says so.
-    settings.REDISLOCK = {**settings.REDISLOCK, "SCHEDULE": {
-        "often": {"task": "tests.tasks.record", "every": 1}}}  # fmt: skip
+    settings.REDISLOCK = {
+        **settings.REDISLOCK,
+        "SCHEDULE": {"often": {"task": "tests.tasks.record", "every": 1}},
+    }
     Scheduler().run_pending(now - 5)
     behind = html(viewer.get(url("schedule")))
     assert "is not enqueued: is a worker running the scheduler?" in entry_row(behind, "often")

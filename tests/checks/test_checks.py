@@ -111,8 +111,9 @@ def test_manage_py_check_runs_the_task_backend_checks():
         "execute_from_command_line(['manage.py', 'check'])"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                            timeout=60, cwd=ROOT)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert result.returncode == 1, result.stderr
     assert result.stderr.count("django_redislock.E013") == 1, result.stderr
 

@@ -18,9 +18,27 @@ from django_redislock.locks.listing import list_locks
 from tests.support.fixtures import Backend
 
 ODD_NAMES = [
-    "a", "ab", "a*b", "a?c", "a[x]", "a]", "a\\d", "a-", "a(", "aé:1", "aÿ", "a日本:1", "b",
-    "café:1", "日本:1", "[a", "(a", "-a", "+a", "*",
-]  # fmt: skip
+    "a",
+    "ab",
+    "a*b",
+    "a?c",
+    "a[x]",
+    "a]",
+    "a\\d",
+    "a-",
+    "a(",
+    "aé:1",
+    "aÿ",
+    "a日本:1",
+    "b",
+    "café:1",
+    "日本:1",
+    "[a",
+    "(a",
+    "-a",
+    "+a",
+    "*",
+]
 
 
 def names(page: listing.LockPage) -> list[str]:

@@ -43,10 +43,14 @@ def test_from_the_command_line_it_exits_3_without_a_traceback() -> None:
         "from django.core.management import execute_from_command_line;"
         "execute_from_command_line(['manage.py', 'redislock_stats'])"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings",
-           "REDISLOCK_TEST_URL": f"redis://127.0.0.1:{free_port()}/0"}  # fmt: skip
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                            text=True, timeout=60, cwd=ROOT)  # fmt: skip
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "REDISLOCK_TEST_URL": f"redis://127.0.0.1:{free_port()}/0",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert result.returncode == 3, result.stderr
     assert result.stderr.startswith("CommandError: Cannot reach Redis")
     assert "Traceback" not in result.stderr

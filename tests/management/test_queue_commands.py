@@ -51,20 +51,27 @@ def test_stats_count_each_state_and_show_the_live_workers(queue: Queue) -> None:
     out, _ = run("redislock_stats", "--json")
     stats = json.loads(out)
     assert stats["queues"]["default"] == {
-        "ready": 2, "scheduled": 1, "running": 1, "dead": 2,
+        "ready": 2,
+        "scheduled": 1,
+        "running": 1,
+        "dead": 2,
         "oldest_ready_age": stats["queues"]["default"]["oldest_ready_age"],
-    }  # fmt: skip
+    }
     assert stats["queues"]["default"]["oldest_ready_age"] >= 0
-    assert stats["queues"]["mail"] == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0,
-                                       "oldest_ready_age": None}  # fmt: skip
+    assert stats["queues"]["mail"] == {
+        "ready": 0,
+        "scheduled": 0,
+        "running": 0,
+        "dead": 0,
+        "oldest_ready_age": None,
+    }
     [worker] = stats["workers"]
     assert worker["queues"] == ["default"]
     assert 0 <= worker["heartbeat_age"] < 60
 
     table, _ = run("redislock_stats")
     lines = table.splitlines()
-    assert lines[0].split() == ["queue", "ready", "scheduled", "running", "dead", "oldest",
-                                "ready"]  # fmt: skip
+    assert lines[0].split() == ["queue", "ready", "scheduled", "running", "dead", "oldest", "ready"]
     assert lines[1].split()[:5] == ["default", "2", "1", "1", "2"]
     assert lines[2].split() == ["mail", "0", "0", "0", "0", "-"]
     assert "1 live worker(s)" in table
@@ -85,8 +92,16 @@ def test_requeue_by_id_runs_those_dead_jobs_now_and_says_which_were_not(queue: Q
     ready = queue.enqueue("tests.tasks.record", args=[1]).id
     with pytest.raises(CommandError, match="2 of 4 job"):
         # --id=: a generated id may start with "-"
-        run("redislock_requeue", "--queue", "default", f"--id={first}", f"--id={second}",
-            f"--id={ready}", "--id", "nope")  # fmt: skip
+        run(
+            "redislock_requeue",
+            "--queue",
+            "default",
+            f"--id={first}",
+            f"--id={second}",
+            f"--id={ready}",
+            "--id",
+            "nope",
+        )
     assert {job.id for job in queue.jobs("ready")} == {first, second, ready}
     assert queue.get(first).attempts == 0  # a fresh start
     assert [job.id for job in queue.jobs("dead")] == [kept]
@@ -185,5 +200,7 @@ def test_stats_and_locks_on_a_cluster(request: pytest.FixtureRequest, settings: 
     assert (stats["queues"]["default"]["dead"], stats["queues"]["mail"]["ready"]) == (1, 1)
     assert len(stats["workers"]) == 1
     assert [lock["name"] for lock in locks["locks"]] == ["order:1"]
-    assert "Deleted 1 dead job(s)" in run("redislock_purge", "--queue", "default", "--state",
-                                          "dead", "--yes")[0]  # fmt: skip
+    assert (
+        "Deleted 1 dead job(s)"
+        in run("redislock_purge", "--queue", "default", "--state", "dead", "--yes")[0]
+    )

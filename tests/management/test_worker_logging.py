@@ -55,10 +55,19 @@ def root_handlers(*handlers: logging.Handler) -> Iterator[None]:
         (0, ["a warning", "a task's traceback"]),
         (1, ["a warning", "a job's line", "a task's traceback"]),
         (2, ["a warning", "a job's line", "a debug message", "a task's traceback"]),
-        (3, ["a warning", "a job's line", "a debug message", "a library's debug message",
-             "a task's traceback", "a task started"]),
+        (
+            3,
+            [
+                "a warning",
+                "a job's line",
+                "a debug message",
+                "a library's debug message",
+                "a task's traceback",
+                "a task started",
+            ],
+        ),
     ],
-)  # fmt: skip
+)
 def test_each_verbosity_shows_its_levels(verbosity: int, expected: list[str]) -> None:
     root, app = logging.getLogger(), logging.getLogger("django_redislock")
     before = root.level
@@ -163,8 +172,9 @@ def test_v3_prints_each_record_once_whoever_handles_it(
     """A library logger with its own StreamHandler that propagates to the root handler the
     worker adds at -v 3 is printed by its handler only; with no LOGGING, by the worker."""
     get_queue().enqueue("paymentsapp.tasks.charge", job_id="card-42")
-    out, err, code = finish(command(payments_site, settings, "--burst", "-v", "3",
-                                    logging=project_logging))  # fmt: skip
+    out, err, code = finish(
+        command(payments_site, settings, "--burst", "-v", "3", logging=project_logging)
+    )
     assert code == 0, err
     lines = [line.strip() for line in (out + err).splitlines()]
     # The library's record and its traceback, and the Tasks framework's failure with its own.

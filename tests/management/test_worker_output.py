@@ -27,8 +27,10 @@ from ..tasks import DONE
 pytestmark = pytest.mark.processes
 
 ROOT = Path(__file__).resolve().parents[2]
-QUEUES = {"default": {"MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05, "LEASE": 30},
-          "mail": {"MAX_ATTEMPTS": 1}}  # fmt: skip
+QUEUES = {
+    "default": {"MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05, "LEASE": 30},
+    "mail": {"MAX_ATTEMPTS": 1},
+}
 
 SETTINGS = """
 import json, os
@@ -83,14 +85,22 @@ def command(site: Path, settings: Any, *args: str, logging: str = "") -> subproc
     """``manage.py run_queue_worker ARGS`` in its own session (a terminal's Ctrl-C reaches
     the whole group: ``os.killpg``)."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as by default
-    env = {**environ, "REDISLOCK_TEST_SETTINGS": json.dumps(settings.REDISLOCK),
-           "REDISLOCK_TEST_LOGGING": logging, "DJANGO_SETTINGS_MODULE": "talk_settings",
-           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), *sys.path])}  # fmt: skip
+    env = {
+        **environ,
+        "REDISLOCK_TEST_SETTINGS": json.dumps(settings.REDISLOCK),
+        "REDISLOCK_TEST_LOGGING": logging,
+        "DJANGO_SETTINGS_MODULE": "talk_settings",
+        "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), *sys.path]),
+    }
     return subprocess.Popen(
-        [sys.executable, str(site / "manage.py"), "run_queue_worker", *args], cwd=site,
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, str(site / "manage.py"), "run_queue_worker", *args],
+        cwd=site,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
 
 
 def finish(worker: subprocess.Popen[str], timeout: float = 30) -> tuple[str, str, int]:
@@ -119,8 +129,9 @@ def test_one_line_per_job_on_stdout_with_djangos_default_logging(site: Path, set
     get_queue().enqueue("tests.tasks.boom", job_id="again")
     get_queue().enqueue("os.system", args=["true"], job_id="evil")
     get_queue("mail").enqueue("tests.tasks.boom", job_id="poison")
-    out, err, code = finish(command(site, settings, "--burst", "--queue", "default",
-                                    "--queue", "mail"))  # fmt: skip
+    out, err, code = finish(
+        command(site, settings, "--burst", "--queue", "default", "--queue", "mail")
+    )
     assert code == 0, err
     assert err == ""  # nothing left to Python's last-resort printing, nothing twice
     lines = out.splitlines()

@@ -14,8 +14,11 @@ URL = "/metrics/"
 
 
 def parsed(text: str) -> Samples:
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}  # fmt: skip
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def scrape(client: Client | None = None, **headers: Any) -> Samples:
@@ -38,5 +41,8 @@ def named(samples: Samples, name: str) -> dict[frozenset[tuple[str, str]], float
 
 def states(samples: Samples, queue: str) -> dict[str, float]:
     """``redislock_queue_jobs`` of ``queue``, by state: as ``Queue.counts()`` gives them."""
-    return {dict(labels)["state"]: v for labels, v in named(samples, "redislock_queue_jobs").items()
-            if ("queue", queue) in labels}  # fmt: skip
+    return {
+        dict(labels)["state"]: v
+        for labels, v in named(samples, "redislock_queue_jobs").items()
+        if ("queue", queue) in labels
+    }

@@ -99,9 +99,9 @@ def test_job_runs_are_counted_by_outcome(fake: Backend, settings: Any) -> None:
     queue.enqueue("tests.tasks.boom", meta={"time_limit": 5})
     Worker(["default"], burst=True).run()
     after = scrape()
-    assert grown(before, after, "redislock_job_runs_total", queue="default",
-                 outcome="succeeded") == 3  # fmt: skip
-    assert grown(before, after, "redislock_job_runs_total", queue="default",
-                 outcome="retried") == 2  # fmt: skip
+    assert (
+        grown(before, after, "redislock_job_runs_total", queue="default", outcome="succeeded") == 3
+    )
+    assert grown(before, after, "redislock_job_runs_total", queue="default", outcome="retried") == 2
     assert grown(before, after, "redislock_job_duration_seconds_count", queue="default") == 5
     assert queue.counts() == {"ready": 0, "scheduled": 2, "running": 0, "dead": 0}

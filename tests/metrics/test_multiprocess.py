@@ -20,8 +20,12 @@ from tests.support.fixtures import Backend
 from ..tasks import DONE
 from .scraping import TOKEN, scrape, states, value
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics.urls"),
-              pytest.mark.processes, pytest.mark.timeout(120)]  # fmt: skip
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.urls("tests.metrics.urls"),
+    pytest.mark.processes,
+    pytest.mark.timeout(120),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUES = {
@@ -41,15 +45,20 @@ def run_workers(redislock: dict[str, Any], directory: Path, *options: str) -> in
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "example_project"), *sys.path]),
     }
     command = [sys.executable, "-m", "django", "run_queue_worker", *options]
-    return subprocess.run(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=90).returncode  # fmt: skip
+    return subprocess.run(
+        command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=90
+    ).returncode
 
 
 def test_a_scrape_matches_the_queues_and_every_run(
     redis_backend: Backend, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES, "METRICS": True,
-                          "METRICS_TOKEN": TOKEN}  # fmt: skip
+    settings.REDISLOCK = {
+        **settings.REDISLOCK,
+        "QUEUES": QUEUES,
+        "METRICS": True,
+        "METRICS_TOKEN": TOKEN,
+    }
     default, strict, idle = get_queue("default"), get_queue("strict"), get_queue("idle")
     # 20 ms each, so that both children get some
     default.enqueue_many([{"task": "tests.tasks.tracked", "args": [n, 0.02]} for n in range(40)])
@@ -59,8 +68,19 @@ def test_a_scrape_matches_the_queues_and_every_run(
     strict.enqueue_many([{"task": "tests.tasks.boom"}] * 3)  # no second attempt: dead
     idle.enqueue_many([{"task": "tests.tasks.record", "args": [n]} for n in range(2)])
 
-    code = run_workers(settings.REDISLOCK, tmp_path, "--queue", "default", "--queue", "strict",
-                       "--processes", "2", "--concurrency", "2", "--burst")  # fmt: skip
+    code = run_workers(
+        settings.REDISLOCK,
+        tmp_path,
+        "--queue",
+        "default",
+        "--queue",
+        "strict",
+        "--processes",
+        "2",
+        "--concurrency",
+        "2",
+        "--burst",
+    )
     assert code == 0
     ran_in = {json.loads(r).get("pid") for r in get_redis().lrange(DONE, 0, -1)} - {None}
     assert len(ran_in) == 2  # the tracked jobs ran in both children
@@ -78,10 +98,16 @@ def test_a_scrape_matches_the_queues_and_every_run(
     def runs(queue: str, outcome: str) -> float:
         return value(samples, "redislock_job_runs_total", queue=queue, outcome=outcome)
 
-    assert (runs("default", "succeeded"), runs("default", "retried"), runs("default", "dead")) \
-        == (40, 4, 0)  # fmt: skip
-    assert (runs("strict", "succeeded"), runs("strict", "retried"), runs("strict", "dead")) \
-        == (10, 0, 3)  # fmt: skip
+    assert (runs("default", "succeeded"), runs("default", "retried"), runs("default", "dead")) == (
+        40,
+        4,
+        0,
+    )
+    assert (runs("strict", "succeeded"), runs("strict", "retried"), runs("strict", "dead")) == (
+        10,
+        0,
+        3,
+    )
     assert value(samples, "redislock_job_duration_seconds_count", queue="default") == 44
     assert value(samples, "redislock_job_duration_seconds_count", queue="strict") == 13
     assert value(samples, "redislock_workers", queue="default") == 0  # gone: burst

@@ -73,8 +73,11 @@ def test_a_job_runs_in_the_trace_of_the_request_that_enqueued_it(
     assert (enqueue.kind, run.kind) == (SpanKind.PRODUCER, SpanKind.CONSUMER)
     assert parent_of(enqueue) == request_id
     assert parent_of(run) == enqueue.context.span_id
-    trace_ids = {request.get_span_context().trace_id, enqueue.context.trace_id,
-                 run.context.trace_id}  # fmt: skip
+    trace_ids = {
+        request.get_span_context().trace_id,
+        enqueue.context.trace_id,
+        run.context.trace_id,
+    }
     assert len(trace_ids) == 1
     assert run.attributes is not None
     assert enqueue.attributes is not None
@@ -88,8 +91,12 @@ def test_tasks_and_batches_carry_the_context_too(
 ) -> None:
     with trace.get_tracer("tests").start_as_current_span("request") as request:
         result = record.enqueue(2)
-        get_queue().enqueue_many([{"task": "tests.tasks.record", "args": [3]},
-                                  {"task": "tests.tasks.record", "args": [4]}])  # fmt: skip
+        get_queue().enqueue_many(
+            [
+                {"task": "tests.tasks.record", "args": [3]},
+                {"task": "tests.tasks.record", "args": [4]},
+            ]
+        )
     run_all()
     finished = spans.get_finished_spans()
     producers = {s.context.span_id: s for s in finished if s.kind == SpanKind.PRODUCER}
@@ -126,6 +133,10 @@ def test_without_opentelemetry_the_functions_are_left_alone(monkeypatch: Any) ->
     def function() -> None:
         pass
 
-    for decorator in (tracing.traced_enqueue, tracing.traced_enqueue_many,
-                      tracing.traced_task_enqueue, tracing.traced_run):  # fmt: skip
+    for decorator in (
+        tracing.traced_enqueue,
+        tracing.traced_enqueue_many,
+        tracing.traced_task_enqueue,
+        tracing.traced_run,
+    ):
         assert decorator(function) is function

@@ -30,8 +30,11 @@ def token(settings: Any) -> None:
 def user(django_user_model: Any, name: str, *, staff: bool, permitted: bool) -> Client:
     account = django_user_model.objects.create_user(name, is_staff=staff)
     if permitted:
-        account.user_permissions.set(Permission.objects.filter(
-            content_type__app_label="django_redislock", codename="view_dashboard"))  # fmt: skip
+        account.user_permissions.set(
+            Permission.objects.filter(
+                content_type__app_label="django_redislock", codename="view_dashboard"
+            )
+        )
     client = Client()
     client.force_login(account)
     return client
@@ -104,8 +107,11 @@ def test_with_redis_down_the_scrape_answers_without_the_gauges(settings: Any) ->
 
 
 def test_openmetrics_when_the_scraper_asks(token: None) -> None:
-    response = Client().get(URL, HTTP_AUTHORIZATION=f"Bearer {TOKEN}",
-                            HTTP_ACCEPT="application/openmetrics-text; version=1.0.0")  # fmt: skip
+    response = Client().get(
+        URL,
+        HTTP_AUTHORIZATION=f"Bearer {TOKEN}",
+        HTTP_ACCEPT="application/openmetrics-text; version=1.0.0",
+    )
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/openmetrics-text")
     assert response.content.decode().endswith("# EOF\n")

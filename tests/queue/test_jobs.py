@@ -44,8 +44,9 @@ def test_a_script_carries_only_the_helpers_it_uses() -> None:
 
 
 def test_a_hash_reads_back_through_the_one_table() -> None:
-    job = from_hash("j1", "q", {Field.TASK: b"t", Field.ARGS: b"[1]",
-                                Field.STATE: b"x", Field.ATTEMPTS: b"2"})  # fmt: skip
+    job = from_hash(
+        "j1", "q", {Field.TASK: b"t", Field.ARGS: b"[1]", Field.STATE: b"x", Field.ATTEMPTS: b"2"}
+    )
     assert (job.task, job.args, job.state, job.attempts) == ("t", [1], "running", 2)
     assert from_hash("j2", "q", {Field.STATE: b"zz"}).state == "unknown"
 

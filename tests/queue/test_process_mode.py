@@ -35,8 +35,9 @@ def records(key: str = DONE) -> list[dict[str, Any]]:
 
 
 def tracked(count: int, seconds: float = 0.0, start: int = 0) -> list[dict[str, Any]]:
-    return [{"task": "tests.tasks.tracked", "args": [n, seconds]}
-            for n in range(start, start + count)]  # fmt: skip
+    return [
+        {"task": "tests.tasks.tracked", "args": [n, seconds]} for n in range(start, start + count)
+    ]
 
 
 def alive(pid: int) -> bool:
@@ -54,8 +55,7 @@ def stop(worker: Any) -> int:
 
 def test_two_processes_run_every_job_once(server: RedisServer, settings: Any) -> None:
     get_queue().enqueue_many(tracked(200, 0.01))  # 0.5 s of work: both processes get some
-    worker = command_worker(settings.REDISLOCK, "--processes", "2", "--concurrency", "2",
-                            "--burst")  # fmt: skip
+    worker = command_worker(settings.REDISLOCK, "--processes", "2", "--concurrency", "2", "--burst")
     assert worker.wait(60) == 0
     done = records()
     assert sorted(d["n"] for d in done) == list(range(200))  # each once
@@ -94,8 +94,9 @@ def test_a_killed_process_is_replaced_and_its_jobs_run_again(
 
 def test_a_process_is_recycled_after_its_share_of_jobs(server: RedisServer, settings: Any) -> None:
     get_queue().enqueue_many(tracked(20))
-    worker = command_worker(settings.REDISLOCK, "--processes", "1", "--max-jobs-per-child",
-                            "5", "--burst")  # fmt: skip
+    worker = command_worker(
+        settings.REDISLOCK, "--processes", "1", "--max-jobs-per-child", "5", "--burst"
+    )
     assert worker.wait(60) == 0
     done = records()
     assert sorted(d["n"] for d in done) == list(range(20))

@@ -113,8 +113,10 @@ def test_context_and_async_tasks(tasks: Backend) -> None:
     summed = examples.sleepy_add.enqueue(20, 22)
     drain()
     assert examples.introspect.get_result(seen.id).return_value == {
-        "tag": "x", "attempt": 1, "id": seen.id,
-    }  # fmt: skip
+        "tag": "x",
+        "attempt": 1,
+        "id": seen.id,
+    }
     assert examples.sleepy_add.get_result(summed.id).return_value == 42
 
 

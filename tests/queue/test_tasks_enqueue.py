@@ -157,10 +157,19 @@ def test_a_new_result_is_the_one_the_framework_would_build(tasks: Backend) -> No
     assert task_jobs._FIELD_BY_FIELD
     made = task_jobs.new_result(examples.echo, "an-id", [1, "a"], {"k": None}, "default")
     framework = task_jobs.TaskResult(
-        task=examples.echo, id="an-id", status=task_jobs.TaskResultStatus.READY,
-        enqueued_at=None, started_at=None, finished_at=None, last_attempted_at=None,
-        args=[1, "a"], kwargs={"k": None}, backend="default", errors=[], worker_ids=[],
-    )  # fmt: skip
+        task=examples.echo,
+        id="an-id",
+        status=task_jobs.TaskResultStatus.READY,
+        enqueued_at=None,
+        started_at=None,
+        finished_at=None,
+        last_attempted_at=None,
+        args=[1, "a"],
+        kwargs={"k": None},
+        backend="default",
+        errors=[],
+        worker_ids=[],
+    )
     assert made == framework
     assert made.errors is not framework.errors  # lists of its own
     with pytest.raises(ValueError, match="has not finished"):
@@ -180,8 +189,10 @@ def test_a_task_finds_the_backend_the_framework_finds(tasks: Backend, settings: 
     first = task_backends["default"]
     assert echo.get_backend() is first
     assert echo.get_backend() is first
-    settings.TASKS = {"default": {"BACKEND": BACKEND, "QUEUES": []},
-                      "immediate": {"BACKEND": IMMEDIATE}}  # fmt: skip
+    settings.TASKS = {
+        "default": {"BACKEND": BACKEND, "QUEUES": []},
+        "immediate": {"BACKEND": IMMEDIATE},
+    }
     assert echo.get_backend() is task_backends["default"]
     assert echo.get_backend() is not first
     immediate = echo.using(backend="immediate")

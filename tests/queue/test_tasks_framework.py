@@ -302,8 +302,10 @@ def test_ready_order(tasks: Backend) -> None:
 
 
 def test_any_queue_backend(tasks_everywhere: Backend) -> None:
-    results = [examples.answer.using(backend="any", queue_name=name).enqueue()
-               for name in ("default", "queue-1")]  # fmt: skip
+    results = [
+        examples.answer.using(backend="any", queue_name=name).enqueue()
+        for name in ("default", "queue-1")
+    ]
     for result in results:
         assert task_backends["any"].get_result(result.id) == result
     run_worker("default", "queue-1")
@@ -327,9 +329,11 @@ def test_run_enqueued_task(tasks: Backend) -> None:
     result.refresh()
     assert_ran(result, TaskResultStatus.SUCCESSFUL)
     assert (result.return_value, result.attempts, result.worker_ids) == (42, 1, [worker.id])
-    assert received.statuses == [(task_enqueued, TaskResultStatus.READY),
-                        (task_started, TaskResultStatus.RUNNING),
-                        (task_finished, TaskResultStatus.SUCCESSFUL)]  # fmt: skip
+    assert received.statuses == [
+        (task_enqueued, TaskResultStatus.READY),
+        (task_started, TaskResultStatus.RUNNING),
+        (task_finished, TaskResultStatus.SUCCESSFUL),
+    ]
 
 
 def test_only_the_worker_of_its_queue_runs_it(tasks: Backend) -> None:
@@ -442,8 +446,10 @@ def test_base_exceptions_finish_the_task_as_failed(tasks: Backend, task_: Any, r
     [job] = get_queue().pop()
     with Received() as received, pytest.raises(raised):
         run_job(job)
-    assert received.statuses == [(task_started, TaskResultStatus.RUNNING),
-                                 (task_finished, TaskResultStatus.FAILED)]  # fmt: skip
+    assert received.statuses == [
+        (task_started, TaskResultStatus.RUNNING),
+        (task_finished, TaskResultStatus.FAILED),
+    ]
     [_, (_, sender, finished)] = received.sent
     assert (sender, finished.id) == (RedisTaskBackend, result.id)
     assert finished.errors[-1].exception_class is raised

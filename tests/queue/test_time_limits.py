@@ -108,8 +108,10 @@ def test_a_job_past_its_limit_is_interrupted_retried_then_dead(
         assert len(dead.errors) == 2  # retried once, then dead (MAX_ATTEMPTS 2)
         for error in dead.errors:
             assert error.error_class == LIMIT_ERROR
-            assert error.error == (f"JobTimeLimitExceeded: Job {job.id} ({job.task}) in "
-                                   f"'default' ran past its time limit of {limit} s.")  # fmt: skip
+            assert error.error == (
+                f"JobTimeLimitExceeded: Job {job.id} ({job.task}) in "
+                f"'default' ran past its time limit of {limit} s."
+            )
         assert strings(STATUS).count(f"{job.id} FAILED") == 2  # task_finished, each attempt
     # Each attempt's finally block ran, interrupted or not.
     assert sorted(strings(CLEANED)) == sorted(["1", "1", "2", "3", "4", "4", "5", "5", "7", "7"])
@@ -277,8 +279,14 @@ def test_a_call_blocked_in_c_sees_the_limit_only_when_it_returns() -> None:
 
 def test_time_limit_is_checked_before_anything_is_written(backend: Backend) -> None:
     queue = get_queue()
-    for bad, error in (("5", TypeError), (True, TypeError), (0, ValueError), (-1, ValueError),
-                       (float("nan"), ValueError), (10**9, ValueError)):  # fmt: skip
+    for bad, error in (
+        ("5", TypeError),
+        (True, TypeError),
+        (0, ValueError),
+        (-1, ValueError),
+        (float("nan"), ValueError),
+        (10**9, ValueError),
+    ):
         with pytest.raises(error, match="time_limit"):
             queue.enqueue(SPIN, [1, 0], time_limit=bad)
         with pytest.raises(error, match="time_limit"):

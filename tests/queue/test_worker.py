@@ -143,16 +143,20 @@ def test_burst_exits_when_nothing_is_ready(real: Backend) -> None:
 
 
 def test_command_exits_clearly_when_redis_is_unreachable() -> None:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings",
-           "REDISLOCK_TEST_URL": f"redis://127.0.0.1:{free_port()}/0"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "REDISLOCK_TEST_URL": f"redis://127.0.0.1:{free_port()}/0",
+    }
     code = (
         "import django, os; from django.conf import settings; django.setup();"
         "settings.REDISLOCK = {'URL': os.environ['REDISLOCK_TEST_URL']};"
         "from django.core.management import execute_from_command_line;"
         "execute_from_command_line(['manage.py', 'run_queue_worker'])"
     )
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                            timeout=60, cwd=ROOT)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert result.returncode == 3, result.stderr
     assert "Cannot start" in result.stderr
     assert "Redis is unreachable" in result.stderr

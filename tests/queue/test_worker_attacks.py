@@ -340,9 +340,11 @@ def test_no_exception_a_task_raises_stops_the_worker(
         assert job.attempts == 2
         assert len(job.errors) == 2
         assert job.error_class in {
-            "builtins.SystemExit", "builtins.KeyboardInterrupt",
-            "asyncio.exceptions.CancelledError", "tests.worker_tasks.Custom",
-        }, job.error_class  # fmt: skip
+            "builtins.SystemExit",
+            "builtins.KeyboardInterrupt",
+            "asyncio.exceptions.CancelledError",
+            "tests.worker_tasks.Custom",
+        }, job.error_class
         assert "Traceback" in job.traceback
     failed = [r for r in finished if r.status.name == "FAILED"]
     assert len(failed) == 2 * len(dead)

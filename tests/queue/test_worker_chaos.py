@@ -571,10 +571,14 @@ def command_worker(
         "PYTHONUNBUFFERED": "1",  # each line as it is written, not at exit
     }
     return subprocess.Popen(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE if output else subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 @pytest.mark.timeout(120)

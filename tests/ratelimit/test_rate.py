@@ -33,8 +33,11 @@ def test_rates_parse_into_a_count_per_whole_microseconds(
 ) -> None:
     rate = parse_rate(text)
     assert (rate.count, rate.period_us, rate.period, str(rate)) == (
-        count, seconds * 1_000_000, seconds, text
-    )  # fmt: skip
+        count,
+        seconds * 1_000_000,
+        seconds,
+        text,
+    )
     assert parse_rate(rate) is rate
 
 

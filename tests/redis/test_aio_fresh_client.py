@@ -98,9 +98,11 @@ def test_tasks_queued_on_one_lock_each_get_it_in_turn(real_backend: Backend) -> 
         inside, turns = [0], [0]
 
         async def hold(
-            _: int, name: str = f"shared:{round_}", inside: list[int] = inside,
+            _: int,
+            name: str = f"shared:{round_}",
+            inside: list[int] = inside,
             turns: list[int] = turns,
-        ) -> None:  # fmt: skip
+        ) -> None:
             for _ in range(5):
                 async with AsyncLock(name, ttl=10, timeout=20):
                     inside[0] += 1

@@ -64,10 +64,14 @@ def test_a_lock_and_a_job_through_each_redis_cache(
 def test_django_redis_cache_options_are_used(settings: Any, caches: RedisServer) -> None:
     caches.client().config_set("requirepass", "s3cret")
     try:
-        settings.CACHES = {**settings.CACHES, "guarded": {
-            "BACKEND": DJANGO, "LOCATION": f"redis://127.0.0.1:{caches.port}/6",
-            "OPTIONS": {"password": "s3cret", "socket_timeout": 3},
-        }}  # fmt: skip
+        settings.CACHES = {
+            **settings.CACHES,
+            "guarded": {
+                "BACKEND": DJANGO,
+                "LOCATION": f"redis://127.0.0.1:{caches.port}/6",
+                "OPTIONS": {"password": "s3cret", "socket_timeout": 3},
+            },
+        }
         settings.REDISLOCK = {"CACHE": "guarded"}
         client = get_redis()
         assert client.connection_pool.connection_kwargs["socket_timeout"] == 3
@@ -119,10 +123,14 @@ def test_every_redis_cache_passes_the_checks(
 
 def test_fakeredis_behind_djangos_redis_cache(settings: Any) -> None:
     # The README's testing recipe, with Django's RedisCache in place of django-redis.
-    settings.CACHES = {**settings.CACHES, "fake": {
-        "BACKEND": DJANGO, "LOCATION": "redis://fake-django-cache:6379/0",
-        "OPTIONS": {"connection_class": fakeredis.FakeRedisConnection},
-    }}  # fmt: skip
+    settings.CACHES = {
+        **settings.CACHES,
+        "fake": {
+            "BACKEND": DJANGO,
+            "LOCATION": "redis://fake-django-cache:6379/0",
+            "OPTIONS": {"connection_class": fakeredis.FakeRedisConnection},
+        },
+    }
     settings.REDISLOCK = {"CACHE": "fake"}
     with Lock("fake", ttl=5) as lock:
         assert get_redis().exists(lock.keys[0])

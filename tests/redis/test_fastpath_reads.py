@@ -39,8 +39,15 @@ def test_replies_of_every_shape_read_as_redis_py_reads_them(client: Any, redis_s
     plain.rpush("list", *range(1000))
     plain.hset("hash", mapping={"a": 1, "b": 2})
     conn = plain.connection_pool.get_connection()  # redis-py's own read, raw (no callbacks)
-    for command in [("GET", "big"), ("LRANGE", "list", 0, -1), ("HGETALL", "hash"),
-                    ("GET", "missing"), ("EXISTS", "list"), ("PING",), ("TIME",)]:  # fmt: skip
+    for command in [
+        ("GET", "big"),
+        ("LRANGE", "list", 0, -1),
+        ("HGETALL", "hash"),
+        ("GET", "missing"),
+        ("EXISTS", "list"),
+        ("PING",),
+        ("TIME",),
+    ]:
         mine = call(client, *command)
         conn.send_command(*command)
         theirs = conn.read_response()
@@ -128,8 +135,9 @@ def test_redis_gone_mid_read_is_redis_unavailable(settings: Any) -> None:
 def test_without_hiredis_parsing_replies_go_through_redis_py(redis_server: Any) -> None:
     from redis._parsers import _RESP2Parser
 
-    pool = redis.ConnectionPool.from_url(redis_server.url, parser_class=_RESP2Parser,
-                                         max_connections=8)  # fmt: skip
+    pool = redis.ConnectionPool.from_url(
+        redis_server.url, parser_class=_RESP2Parser, max_connections=8
+    )
     client = redis.Redis(connection_pool=pool)
     dedicated = held(client)
     assert not dedicated.direct

@@ -275,9 +275,17 @@ def test_one_permit_per_owner_per_object(backend):
 
 @pytest.mark.parametrize(
     ("limit", "error"),
-    [(0, ValueError), (-1, ValueError), (MAX_LIMIT + 1, ValueError), (10**18, ValueError),
-     (2.0, TypeError), ("3", TypeError), (True, TypeError), (None, TypeError)],
-)  # fmt: skip
+    [
+        (0, ValueError),
+        (-1, ValueError),
+        (MAX_LIMIT + 1, ValueError),
+        (10**18, ValueError),
+        (2.0, TypeError),
+        ("3", TypeError),
+        (True, TypeError),
+        (None, TypeError),
+    ],
+)
 def test_bad_limits_fail_before_redis_is_touched(settings, limit, error):
     settings.REDISLOCK = {"URL": "redis://127.0.0.1:1"}  # nothing listens there
     with pytest.raises(error, match="limit"):

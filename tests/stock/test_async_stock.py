@@ -28,8 +28,10 @@ def test_the_api_awaited(backend: Backend) -> None:
         assert await stock.release(cancelled) is True
         assert await stock.release(cancelled) is True
         assert (await stock.available(), await stock.reserved(), await stock.confirmed()) == (
-            9, 0, 3,
-        )  # fmt: skip
+            9,
+            0,
+            3,
+        )
         with pytest.raises(ReservationError, match="confirmed"):
             await stock.release(paid)
         short = await stock.reserve(1, ttl=0.05)

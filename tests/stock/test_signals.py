@@ -26,10 +26,12 @@ pytestmark = pytest.mark.usefixtures("backend")
 def heard() -> Iterator[list[tuple[str, dict[str, Any]]]]:
     got: list[tuple[str, dict[str, Any]]] = []
     signals: dict[str, Signal] = {
-        "reserved": stock_reserved, "sold out": stock_sold_out,
-        "confirmed": reservation_confirmed, "released": reservation_released,
+        "reserved": stock_reserved,
+        "sold out": stock_sold_out,
+        "confirmed": reservation_confirmed,
+        "released": reservation_released,
         "limited": rate_limited,
-    }  # fmt: skip
+    }
     receivers = {}
     for label, signal in signals.items():
 
@@ -76,8 +78,9 @@ def test_an_async_stock_sends_them_too(heard: list[tuple[str, dict[str, Any]]]) 
 
     asyncio.run(body())
     assert [(label, kwargs["sender"]) for label, kwargs in heard] == [
-        ("reserved", AsyncStock), ("released", AsyncStock)
-    ]  # fmt: skip
+        ("reserved", AsyncStock),
+        ("released", AsyncStock),
+    ]
 
 
 def test_a_rate_limit_tells_each_refusal(heard: list[tuple[str, dict[str, Any]]]) -> None:
@@ -86,5 +89,6 @@ def test_a_rate_limit_tells_each_refusal(heard: list[tuple[str, dict[str, Any]]]
     assert limit.hit()
     refused = limit.hit()
     assert not refused
-    assert heard == [("limited", {"sender": RateLimit, "limit": limit, "name": "points:1",
-                                  "hit": refused})]  # fmt: skip
+    assert heard == [
+        ("limited", {"sender": RateLimit, "limit": limit, "name": "points:1", "hit": refused})
+    ]

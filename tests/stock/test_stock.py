@@ -194,8 +194,11 @@ BAD_ARGUMENTS: list[tuple[str, Any, tuple[Any, ...], type[Exception], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("method", "args", "error", "message"), [b[1:] for b in BAD_ARGUMENTS],
-                         ids=[f"{b[0]}{b[2]!r}"[:40] for b in BAD_ARGUMENTS])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "args", "error", "message"),
+    [b[1:] for b in BAD_ARGUMENTS],
+    ids=[f"{b[0]}{b[2]!r}"[:40] for b in BAD_ARGUMENTS],
+)
 def test_bad_arguments_fail_before_redis_is_touched(
     settings: Any, method: Any, args: tuple[Any, ...], error: type[Exception], message: str
 ) -> None:

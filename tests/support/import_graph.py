@@ -83,8 +83,9 @@ def within(graph: Graph, prefixes: Iterable[str]) -> Graph:
     def inside(name: str) -> bool:
         return any(name == p or name.startswith(p + ".") for p in prefixes)
 
-    return {name: {t for t in targets if inside(t)} for name, targets in graph.items()
-            if inside(name)}  # fmt: skip
+    return {
+        name: {t for t in targets if inside(t)} for name, targets in graph.items() if inside(name)
+    }
 
 
 def find_cycle(graph: Graph) -> list[str] | None:

@@ -21,11 +21,15 @@ class SentinelServer(RedisServer):
         super().__init__()
         self.auto_port = False  # written in its configuration file: never chosen again
         lines = [
-            f"port {self.port}", "bind 127.0.0.1", f"dir {self.dir}", "logfile redis.log",
-            "daemonize no", "protected-mode no",
+            f"port {self.port}",
+            "bind 127.0.0.1",
+            f"dir {self.dir}",
+            "logfile redis.log",
+            "daemonize no",
+            "protected-mode no",
             # Quorum 2 of 3: a single sentinel's opinion never fails a master over.
             f"sentinel monitor {service} 127.0.0.1 {master_port} 2",
-        ]  # fmt: skip
+        ]
         lines += [f"sentinel {name} {service} {value}" for name, value in options.items()]
         # Sentinel rewrites its configuration as it learns: the file must be its own.
         self.config = self.dir / "sentinel.conf"

@@ -77,11 +77,25 @@ class RedisServer:
 
     def start(self, timeout: float = 10.0) -> RedisServer:
         command = [
-            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-            "--dir", str(self.dir), "--save", "", "--appendonly", "no",
-            "--protected-mode", "no", "--daemonize", "no", "--logfile", "redis.log",
+            redis_server_binary(),
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.dir),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
+            "--daemonize",
+            "no",
+            "--logfile",
+            "redis.log",
             *self.args,
-        ]  # fmt: skip
+        ]
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
         if not self._wait_ready(timeout):
             # Another test run on this machine (another suite, a benchmark) took the free port
@@ -171,11 +185,17 @@ class RedisClusterServers:
         self.masters = masters
         self.servers = [
             RedisServer(
-                "--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
-                "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "5000",
+                "--repl-diskless-sync",
+                "yes",
+                "--repl-diskless-sync-delay",
+                "0",
             )
             for _ in range(masters * (1 + replicas))
-        ]  # fmt: skip
+        ]
 
     @property
     def url(self) -> str:

@@ -46,8 +46,10 @@ def test_enqueue_runs_the_job_at_once_and_returns_its_outcome() -> None:
 def test_a_failure_is_recorded_not_raised() -> None:
     job = get_queue().enqueue("tests.testing.tasks.fails", args=["nope"])
     assert (job.state, job.error, job.error_class) == (
-        "dead", "ValueError: nope", "builtins.ValueError"
-    )  # fmt: skip
+        "dead",
+        "ValueError: nope",
+        "builtins.ValueError",
+    )
     assert "raise ValueError(message)" in job.traceback
     assert [e.error for e in job.errors] == ["ValueError: nope"]
     # what the worker refuses to run is refused here too
@@ -128,9 +130,10 @@ def test_a_task_enqueued_on_an_eager_queue_runs_at_once(signalled: Any) -> None:
     assert result.enqueued_at is not None
     assert result.finished_at is not None
     assert [(name, status) for name, status, _ in signalled] == [
-        ("task_enqueued", "READY"), ("task_started", "RUNNING"),
+        ("task_enqueued", "READY"),
+        ("task_started", "RUNNING"),
         ("task_finished", "SUCCESSFUL"),
-    ]  # fmt: skip
+    ]
     assert {id_ for _, _, id_ in signalled} == {result.id}
 
     failed = tasks.fails.enqueue("nope")
@@ -149,8 +152,7 @@ def test_a_task_enqueued_on_an_eager_queue_in_a_transaction_runs_at_commit(
         assert str(result.status) == "READY"
         assert (CALLS, signalled) == ([], [])
     assert CALLS == [("add", (1, 1))]
-    assert [name for name, _, _ in signalled] == ["task_enqueued", "task_started",
-                                                  "task_finished"]  # fmt: skip
+    assert [name for name, _, _ in signalled] == ["task_enqueued", "task_started", "task_finished"]
     with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         tasks.add.enqueue(5, 5)
         transaction.set_rollback(True)

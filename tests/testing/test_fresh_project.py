@@ -97,8 +97,12 @@ def test_a_fresh_project_runs_a_job_in_its_tests_without_redis(tmp_path: Path) -
     assert "REDIS_URL" not in env
     done = subprocess.run(
         [sys.executable, "manage.py", "test", "orders", "-v", "2"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Ran 3 tests" in done.stderr
     assert "OK" in done.stderr

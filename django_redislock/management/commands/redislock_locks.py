@@ -46,8 +46,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"No locks{under} held.")
             return
         width = max(len("name"), *(len(lock.name) for lock in page.locks))
-        self.stdout.write(f"{'name':<{width}}  {'owner':<24} {'held for':>9} {'ttl':>9} "
-                          f"{'fence':>16} {'waiters':>7}")  # fmt: skip
+        self.stdout.write(
+            f"{'name':<{width}}  {'owner':<24} {'held for':>9} {'ttl':>9} "
+            f"{'fence':>16} {'waiters':>7}"
+        )
         for lock in page.locks:
             owner = f"{lock.host} pid {lock.pid}"
             self.stdout.write(
@@ -61,7 +63,12 @@ class Command(BaseCommand):
 
 def _as_json(lock: LockInfo) -> dict[str, Any]:
     return {
-        "name": lock.name, "host": lock.host, "pid": lock.pid,
-        "acquired_at": lock.acquired_at.isoformat(), "held_for": round(lock.held_for, 3),
-        "ttl": lock.ttl, "fence": lock.fence, "waiters": lock.waiters,
-    }  # fmt: skip
+        "name": lock.name,
+        "host": lock.host,
+        "pid": lock.pid,
+        "acquired_at": lock.acquired_at.isoformat(),
+        "held_for": round(lock.held_for, 3),
+        "ttl": lock.ttl,
+        "fence": lock.fence,
+        "waiters": lock.waiters,
+    }

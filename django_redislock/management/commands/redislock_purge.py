@@ -37,8 +37,9 @@ class Command(BaseCommand):
             if not total:
                 self.stdout.write(f"No {state} jobs in queue {queue.name!r}.")
                 return
-            question = (f"Delete all {total} {state} job(s) of queue {queue.name!r}? This "
-                        "cannot be undone.")  # fmt: skip
+            question = (
+                f"Delete all {total} {state} job(s) of queue {queue.name!r}? This cannot be undone."
+            )
             if not confirmed(self, options, question):
                 return
 
@@ -47,6 +48,5 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {removed} of {total}…")
 
             removed = queue.purge(state, BATCH, progress)
-        audit.info("Purged %d %s job(s) of queue %r (redislock_purge).", removed, state,
-                   queue.name)  # fmt: skip
+        audit.info("Purged %d %s job(s) of queue %r (redislock_purge).", removed, state, queue.name)
         self.stdout.write(f"Deleted {removed} {state} job(s) of queue {queue.name!r}.")

@@ -31,9 +31,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         add_queue_and_state(parser, ["dead", "scheduled"], "requeue", default="dead")
         parser.add_argument(
-            "--id", action="append", dest="ids", metavar="ID",
+            "--id",
+            action="append",
+            dest="ids",
+            metavar="ID",
             help="only this job (repeat for several); default: every job in the state",
-        )  # fmt: skip
+        )
         add_confirmation(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -65,8 +68,9 @@ class Command(BaseCommand):
             now = found if found != state else "gone meanwhile"
             self.stderr.write(f"Not requeued {job_id}: not {state} ({now}).")
         requeued = len(set(ids)) - missed
-        audit.info("Requeued %d %s job(s) of queue %r (redislock_requeue).", requeued, state,
-                   queue.name)  # fmt: skip
+        audit.info(
+            "Requeued %d %s job(s) of queue %r (redislock_requeue).", requeued, state, queue.name
+        )
         if missed:
             raise CommandError(f"{missed} of {len(set(ids))} job(s) not requeued.")
 
@@ -91,8 +95,9 @@ class Command(BaseCommand):
                 requeued += sum(queue.requeue(job_id) for job_id in fresh)
             if total > BATCH:
                 self.stdout.write(f"  {len(seen)} of {total}…")
-        audit.info("Requeued %d %s job(s) of queue %r (redislock_requeue).", requeued, state,
-                   queue.name)  # fmt: skip
+        audit.info(
+            "Requeued %d %s job(s) of queue %r (redislock_requeue).", requeued, state, queue.name
+        )
         self.stdout.write(f"Requeued {requeued} {state} job(s) of queue {queue.name!r}.")
         if len(seen) > requeued:
             self.stdout.write(f"{len(seen) - requeued} could not be (they changed meanwhile).")

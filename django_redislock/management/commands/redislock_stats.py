@@ -25,17 +25,23 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--queue", action="append", dest="queues", metavar="Q",
+            "--queue",
+            action="append",
+            dest="queues",
+            metavar="Q",
             help="only this queue, and the workers serving it (repeat for several)",
-        )  # fmt: skip
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
         with command_errors():
             names = options["queues"] or list(conf.QUEUES)
             queues = {name: self._queue(name) for name in dict.fromkeys(names)}
-            workers = [w for w in live_workers() if not options["queues"] or
-                       set(w.get("queues") or ()) & set(queues)]  # fmt: skip
+            workers = [
+                w
+                for w in live_workers()
+                if not options["queues"] or set(w.get("queues") or ()) & set(queues)
+            ]
         now = time.time()
         for worker in workers:
             if isinstance(worker.get("beat"), (int, float)):

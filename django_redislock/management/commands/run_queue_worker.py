@@ -25,9 +25,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--queue", action="append", dest="queues", metavar="Q",
+            "--queue",
+            action="append",
+            dest="queues",
+            metavar="Q",
             help="a queue to work on (repeat for several; default: 'default')",
-        )  # fmt: skip
+        )
         parser.add_argument("--concurrency", type=int, default=1, help="jobs at once (threads)")
         parser.add_argument("--burst", action="store_true", help="exit when nothing is ready")
         parser.add_argument("--max-jobs", type=int, default=None, help="exit after N jobs")
@@ -35,24 +38,34 @@ class Command(BaseCommand):
             "--no-schedule", action="store_true", help="do not enqueue SCHEDULE entries"
         )
         parser.add_argument(
-            "--processes", type=int, default=None, metavar="N",
+            "--processes",
+            type=int,
+            default=None,
+            metavar="N",
             help="run N worker processes (each with --concurrency threads) under this one, "
             "which replaces any that dies",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--max-jobs-per-child", type=int, default=None, metavar="N",
+            "--max-jobs-per-child",
+            type=int,
+            default=None,
+            metavar="N",
             help="with --processes: replace a worker process after it started N jobs",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--max-memory", type=float, default=None, metavar="MB",
+            "--max-memory",
+            type=float,
+            default=None,
+            metavar="MB",
             help="with --processes: replace a worker process using more than MB of memory "
             "(once its running jobs finish)",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--reload", action="store_true",
+            "--reload",
+            action="store_true",
             help="for development: restart the worker when a Python file changes (Django's "
             "autoreloader, as runserver); Ctrl-C then stops it at once",
-        )  # fmt: skip
+        )
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -66,11 +79,13 @@ class Command(BaseCommand):
         if processes is None and (options["max_jobs_per_child"] or options["max_memory"]):
             raise CommandError("--max-jobs-per-child and --max-memory go with --processes.")
         if processes is not None and options["max_jobs"] is not None:
-            raise CommandError("--max-jobs is for one process; with --processes, use "
-                               "--max-jobs-per-child.")  # fmt: skip
+            raise CommandError(
+                "--max-jobs is for one process; with --processes, use --max-jobs-per-child."
+            )
         if processes is not None and options["reload"]:
-            raise CommandError("--reload restarts one worker process; it does not go with "
-                               "--processes.")  # fmt: skip
+            raise CommandError(
+                "--reload restarts one worker process; it does not go with --processes."
+            )
         if options["reload"]:
             self._worker_or_error(options)  # a mistake is shown once, not per restart
             shown = partial(worker_logging, options["verbosity"], self.stdout)
@@ -92,9 +107,12 @@ class Command(BaseCommand):
     def _supervise(self, options: dict[str, Any], processes: int) -> None:
         worker = self._worker_or_error(options)
         try:
-            supervisor = Supervisor(partial(self._child, options), processes,
-                                    burst=options["burst"],
-                                    max_memory=options["max_memory"])  # fmt: skip
+            supervisor = Supervisor(
+                partial(self._child, options),
+                processes,
+                burst=options["burst"],
+                max_memory=options["max_memory"],
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(
