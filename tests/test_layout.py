@@ -3,6 +3,7 @@ any chain) imports it back, and the producer side of the queue never imports the
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import django_redislock
@@ -64,3 +65,24 @@ def test_the_graph_sees_every_kind_of_import_but_type_checking_ones(tmp_path: Pa
     assert found["pkg.sub.e"] == {"pkg.a", "pkg.c"}
     assert find_cycle(found) == ["pkg.a", "pkg.sub.e", "pkg.a"]
     assert find_cycle(within(found, ["pkg.sub", "pkg.c"])) is None
+
+
+def private_imports(root: Path, package: str) -> list[str]:
+    """``from <a module of the package> import _name`` lines: one module reaching into
+    another's private members."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            ours = node.level > 0 or (node.module or "").split(".")[0] == package
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if ours and private and node.module != "__future__":
+                found.append(f"{path.relative_to(root)}:{node.lineno} {private}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names(tmp_path: Path) -> None:
+    assert private_imports(Path(django_redislock.__file__).parent, PACKAGE) == []
+    (tmp_path / "a.py").write_text("from .b import _hidden, shown\nfrom os import _exit\n")
+    assert private_imports(tmp_path, "pkg") == ["a.py:1 ['_hidden']"]

@@ -20,7 +20,7 @@ from . import renewer as _renewer
 from .base import Hold
 from .options import now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
-from .waiting import AsyncWaiting, _task, addressed_to, woken
+from .waiting import AsyncWaiting, addressed_to, current_task, woken
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -35,7 +35,7 @@ class AsyncLock(AsyncWaiting):
         started = time.monotonic()
         deadline = started + timeout
         client = self.client
-        owner = self._owner(_task())
+        owner = self._owner(current_task())
         hold = self._holds.get(owner)
         if hold is not None:
             if self._owns_value(hold, await call(client, "GET", self._keys[0])):
@@ -87,12 +87,12 @@ class AsyncLock(AsyncWaiting):
         """Who holds what this task acquired, as ``release_owner`` takes it: another thread
         can then release it (``@redis_locked`` does when a streaming response is closed
         elsewhere)."""
-        return self._owner(_task())
+        return self._owner(current_task())
 
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does
         not hold it any more. Runs to its end even if the calling task is cancelled."""
-        hold = self._begin_release(self._owner(_task()))
+        hold = self._begin_release(self._owner(current_task()))
         if hold is not None:
             args = self._release_args(hold.token)
             reply = await asyncio.shield(
@@ -103,7 +103,7 @@ class AsyncLock(AsyncWaiting):
     async def extend(self, ttl: float | None = None) -> None:
         """Reset the remaining TTL to ``ttl`` seconds (default: the lock's ttl)."""
         ttl_ms = self._ttl_ms_of(ttl)
-        hold = self._holds.get(self._owner(_task()))
+        hold = self._holds.get(self._owner(current_task()))
         if hold is None:
             raise self._not_owned("extend")
         client = self.client
@@ -120,7 +120,7 @@ class AsyncLock(AsyncWaiting):
 
     async def owned(self) -> bool:
         """Whether this task holds the lock, as Redis sees it now."""
-        hold = self._holds.get(self._owner(_task()))
+        hold = self._holds.get(self._owner(current_task()))
         if hold is None or hold.lost:
             return False
         client = self.client
@@ -135,7 +135,7 @@ class AsyncLock(AsyncWaiting):
     @property
     def fence(self) -> int | None:
         """This task's fencing token (strictly increasing per name), when ``fencing=True``."""
-        hold: Hold | None = self._holds.get(self._owner(_task()))
+        hold: Hold | None = self._holds.get(self._owner(current_task()))
         return hold.fence if hold is not None and self.fencing else None
 
     @classmethod

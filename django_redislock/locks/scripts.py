@@ -19,7 +19,7 @@ an exact token match. The fence is 0 for a lock taken without fencing.
 
 from __future__ import annotations
 
-from ..redis.scripts import _script
+from ..redis.scripts import lua_script
 from .lua import CLOCK, WAITERS
 
 # How often a wake-up may be passed on before it is dropped (its addressee is not blocked:
@@ -91,7 +91,7 @@ end
 #          none)
 # Reply: an integer >= 0 when the caller now holds the lock (its fence; 0 without fencing),
 #        or {pttl} when the lock is busy (the caller is queued when ARGV[8] > 0).
-ACQUIRE = _script(
+ACQUIRE = lua_script(
     "acquire",
     _HANDOFF
     + _PASS_ON
@@ -174,7 +174,7 @@ return {redis.call('PTTL', lock)}
 # Reply: 0 when the token does not hold the lock (forced: nothing was held, nobody woken),
 #        1 when freed; 2 when handed straight to a waiter (and its wake-up pushed), 3
 #        (forced only) when nothing was held but a waiter was given the lock.
-RELEASE = _script(
+RELEASE = lua_script(
     "release",
     _HANDOFF
     + """
@@ -197,7 +197,7 @@ return 0
 # KEYS[1] lock  KEYS[2] index  KEYS[3] names
 # ARGV[1] token  ARGV[2] new ttl ms  ARGV[3] name  ARGV[4] now ms
 # Reply: 1 when extended, 0 when the token does not hold the lock (any more).
-EXTEND = _script(
+EXTEND = lua_script(
     "extend",
     """
 local ok, current = pcall(redis.call, 'GET', KEYS[1])
@@ -217,7 +217,7 @@ return 1
 # KEYS[1] lock  KEYS[2] waiters  KEYS[3] registrations  KEYS[4] wake-up list
 # ARGV[1] token  ARGV[2] a wake-up to pass on ("" or absent: none)
 # Reply: the fence (>= 0) when the lock was handed to the caller meanwhile, else -1.
-GIVE_UP = _script(
+GIVE_UP = lua_script(
     "give_up",
     _PASS_ON
     + """
@@ -241,7 +241,7 @@ return -1
 # ARGV[1] now ms  ARGV[2] stale before ms  ARGV[3] batch
 # Reply: {live locks (index entries expiring from now on), state, entries before them};
 #        state 1: ``names`` holds live locks only; 0: call again, a backlog is left.
-SWEEP = _script(
+SWEEP = lua_script(
     "sweep",
     """
 local index, names, swept = KEYS[1], KEYS[2], KEYS[3]

@@ -26,7 +26,8 @@ from .keys import parse_wake_up, text
 from .options import AsyncContext
 
 
-def _task() -> Any:
+def current_task() -> Any:
+    """Who an asyncio hold belongs to: the running task (or, outside one, the thread)."""
     return asyncio.current_task() or get_ident()
 
 

@@ -14,5 +14,5 @@ class LuaScript(NamedTuple):
     sha: str
 
 
-def _script(name: str, source: str) -> LuaScript:
+def lua_script(name: str, source: str) -> LuaScript:
     return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())

@@ -14,7 +14,7 @@ from redis.exceptions import RedisError
 
 from ..exceptions import RedisUnavailable
 from ..locks import renewer as _renewer
-from ..locks.waiting import AsyncWaiting, _task
+from ..locks.waiting import AsyncWaiting, current_task
 from ..redis.aio import run_script
 from ..redis.scripts import LuaScript
 from .base import SemaphoreBase, SemaphoreState, parse_state
@@ -33,7 +33,7 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         started = time.monotonic()
         deadline = started + timeout
         client = self.client
-        owner = self._owner(_task())
+        owner = self._owner(current_task())
         hold = self._holds.get(owner)
         if hold is not None:
             if not hold.lost and (await self._state(hold.token)).mine_ms > 0:
@@ -91,19 +91,19 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         """Who holds what this task acquired, as ``release_owner`` takes it: another thread
         can then release it (``@redis_locked`` does when a streaming response is closed
         elsewhere)."""
-        return self._owner(_task())
+        return self._owner(current_task())
 
     async def release(self) -> None:
         """Give this task's permit back (to the oldest waiter, if any). LockNotOwned if it
         holds none any more. Runs to its end even if the calling task is cancelled."""
-        hold = self._begin_release(self._owner(_task()))
+        hold = self._begin_release(self._owner(current_task()))
         if hold is not None:
             call = self._release_token_async(self.client, hold.token)
             self._end_release(hold, (await asyncio.shield(call))[0])
 
     async def extend(self, ttl: float | None = None) -> None:
         """Reset the TTL of this task's permit to ``ttl`` seconds (default: the semaphore's)."""
-        hold = self._holds.get(self._owner(_task()))
+        hold = self._holds.get(self._owner(current_task()))
         if hold is None:
             raise self._not_owned("extend")
         client = self.client
@@ -122,19 +122,19 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
 
     async def owned(self) -> bool:
         """Whether this task holds a live permit, as Redis sees it now."""
-        hold = self._holds.get(self._owner(_task()))
+        hold = self._holds.get(self._owner(current_task()))
         return hold is not None and not hold.lost and (await self._state(hold.token)).mine_ms > 0
 
     async def ttl(self) -> float | None:
         """Seconds left on this task's permit, None when it holds none."""
-        hold = self._holds.get(self._owner(_task()))
+        hold = self._holds.get(self._owner(current_task()))
         mine = (await self._state(hold.token)).mine_ms if hold is not None else -1
         return mine / 1000 if mine >= 0 else None
 
     @property
     def fence(self) -> int | None:
         """This task's fencing token (strictly increasing per name), when ``fencing=True``."""
-        hold = self._holds.get(self._owner(_task()))
+        hold = self._holds.get(self._owner(current_task()))
         return hold.fence if hold is not None and self.fencing else None
 
     async def count(self) -> int:
