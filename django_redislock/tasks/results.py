@@ -174,6 +174,42 @@ def new_result(task: Any, job_id: str, args: list[Any], kwargs: dict[str, Any],
     return result
 
 
+def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
+    """``task_result``'s RUNNING result of ``job``, started ``now`` (its ``started_at`` and
+    ``last_attempted_at``): the worker's, one per job run, built field by field."""
+    if not _FIELD_BY_FIELD or job.result is not None:
+        result = task_result(job, task, backend, TaskResultStatus.RUNNING)
+        object.__setattr__(result, "started_at", now)
+        object.__setattr__(result, "last_attempted_at", now)
+        return result
+    args, kwargs = job.args, job.kwargs
+    for value in args:  # normalised as TaskResult's __post_init__ does: scalars stay
+        if type(value) not in _SCALARS:
+            args = normalize_json(args)
+            break
+    else:
+        args = list(args)
+    for value in kwargs.values():
+        if type(value) not in _SCALARS:
+            kwargs = normalize_json(kwargs)
+            break
+    else:
+        kwargs = dict(kwargs)
+    result = object.__new__(TaskResult)
+    values: tuple[Any, ...] = (task, job.id, TaskResultStatus.RUNNING, when(job.enqueued), now,
+                               when(job.finished), now, args, kwargs, backend, _errors(job),
+                               list(job.workers), None)  # fmt: skip
+    for name, value in zip(_NEW_RESULT, values, strict=True):
+        object.__setattr__(result, name, value)
+    return result
+
+
+def returned(value: Any, text: str) -> Any:
+    """A task's return value as its result keeps it: ``text`` (``to_json(value)``) decoded;
+    a plain scalar comes back as it went in, so it is not decoded."""
+    return value if type(value) in _SCALARS else json.loads(text)
+
+
 def restored(task: Any, job: Job, fallback: str | None) -> Any:
     """``task`` as ``job`` was enqueued: priority, queue, and from the job's metadata the
     backend alias and ``run_after``. If that alias is gone or no longer takes the queue, the
