@@ -70,17 +70,18 @@ class WorkerCalls:
         """``fetch``'s value from one POP reply."""
         wait = None if reply[0] < 0 else reply[0] / 1000
         lost = [text(job_id) for job_id in reply[1]]
+        name, lease, holder = self.name, f"{worker or '-'}#", worker or None
+        running = JobState.RUNNING.value
         jobs = []
         for i in range(2, len(reply), 10):
             job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
                 i : i + 10
             ]
             attempts = number(attempts)
-            job = Job(text(job_id), self.name, *decoded(task, args, kwargs),
-                      priority=number(priority), attempts=attempts, state=JobState.RUNNING.value,
-                      score=number(due), enqueued=number(enqueued),
-                      lease=f"{worker or '-'}#{attempts}", worker=worker or None,
-                      workers=tuple(text(workers).split(",")),
-                      meta=decoded_meta(meta))  # fmt: skip
-            jobs.append(job)
+            jobs.append(Job(text(job_id), name, *decoded(task, args, kwargs),
+                            priority=number(priority), attempts=attempts, state=running,
+                            score=number(due), enqueued=number(enqueued),
+                            lease=f"{lease}{attempts}", worker=holder,
+                            workers=tuple(text(workers).split(",")),
+                            meta=decoded_meta(meta)))  # fmt: skip
         return jobs, wait, lost

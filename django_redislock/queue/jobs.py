@@ -88,12 +88,20 @@ class Field:
         return {k.lower(): v for k, v in vars(cls).items() if k.isupper()}
 
 
+_DIGITS = (bytes, str)
+
+
 def text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def number(value: Any, default: int = 0) -> int:
     """A number field as read from Redis; ``default`` when absent or not a number."""
+    if type(value) in _DIGITS and 0 < len(value) <= 15:  # the usual: an integer's digits
+        try:  # (up to 15 characters, int() and int(float()) agree: no rounding)
+            return int(value)
+        except ValueError:
+            pass
     try:
         return int(float(text(value))) if value not in (None, b"", "") else default
     except (TypeError, ValueError, OverflowError):
@@ -260,12 +268,30 @@ def decoded_meta(value: Any) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
+_scan: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _loads(value: Any) -> Any:
+    """``json.loads(value)``, without its detour through the encoding's detection and the
+    whitespace around: for a value as written here (UTF-8 JSON of a list or an object, no
+    space around), the C scanner alone; anything else through json.loads."""
+    if type(value) is bytes and value[:1] in b"[{" and len(value) > 1 and value[1]:
+        text = value.decode("utf-8", "surrogatepass")  # what json.loads detects then
+        try:
+            found, end = _scan(text, 0)
+            if end == len(text):
+                return found
+        except StopIteration:
+            pass
+    return json.loads(value)
+
+
 def decoded(task: Any, args: Any, kwargs: Any) -> tuple[str, list[Any], dict[str, Any]]:
     """A job's task, args and kwargs as read. Never anything but JSON: a job written by
     something else gets an empty task, and the worker sends it to the dead set."""
     try:
-        task, args = text(task), json.loads(args)
-        kwargs = json.loads(kwargs) if kwargs else {}
+        task, args = text(task), _loads(args)
+        kwargs = _loads(kwargs) if kwargs else {}
         if task and isinstance(args, list) and isinstance(kwargs, dict):
             return task, args, kwargs
     except (TypeError, ValueError, UnicodeDecodeError):
