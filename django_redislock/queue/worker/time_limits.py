@@ -185,7 +185,9 @@ class TimeLimits:
         self.graces = dict(graces or {})
         self.watches: dict[int, Watch] = {}
         self.wakes_at = 0.0  # when the watcher wakes next (monotonic)
-        self.changed = threading.Condition()
+        # (held through the lock itself where nothing waits or is notified: cheaper)
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
         self.stopped = threading.Event()
         self.thread = Background("redislock-limits", self._watch, stopped=self.stopped,
                                  daemon=True)  # fmt: skip
@@ -219,13 +221,13 @@ class TimeLimits:
         return bool(found)
 
     def add(self, watch: Watch) -> None:
-        with self.changed:
+        with self.lock:
             self.watches[id(watch)] = watch
             if watch.deadline < self.wakes_at:  # else the watcher wakes in time: let it be
                 self.changed.notify_all()
 
     def remove(self, watch: Watch) -> None:
-        with self.changed:
+        with self.lock:
             self.watches.pop(id(watch), None)
 
     def _watch(self, stopped: threading.Event) -> None:
