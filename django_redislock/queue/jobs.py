@@ -155,6 +155,38 @@ class Job:
         return datetime.fromtimestamp(self.enqueued / 1000, tz=timezone.utc)
 
 
+def leased_job(
+    job_id: str,
+    queue: str,
+    task: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    *,
+    priority: int,
+    attempts: int,
+    score: int,
+    enqueued: int,
+    lease: str,
+    worker: str | None,
+    workers: tuple[str, ...],
+    meta: dict[str, Any],
+) -> Job:
+    """``Job(...)`` of a job just leased (running; the other fields their defaults), made
+    without a frozen dataclass's one ``object.__setattr__`` per field: a fifth of the time,
+    for every job a worker fetches."""
+    job = object.__new__(Job)
+    job.__dict__.update(
+        id=job_id, queue=queue, task=task, args=args, kwargs=kwargs, priority=priority,
+        attempts=attempts, state=_RUNNING, score=score, enqueued=enqueued, started=0,
+        finished=0, lease=lease, worker=worker, workers=workers, error="", error_class="",
+        traceback="", result=None, meta=meta, errors=(),
+    )  # fmt: skip
+    return job
+
+
+_RUNNING = JobState.RUNNING.value
+
+
 def not_a_hash(job_id: str, queue: str) -> Job:
     return Job(job_id, queue, "", state=JobState.UNKNOWN.value,
                error="The job in Redis is not a hash.")  # fmt: skip

@@ -196,11 +196,20 @@ def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
     else:
         kwargs = dict(kwargs)
     result = object.__new__(TaskResult)
-    values: tuple[Any, ...] = (task, job.id, TaskResultStatus.RUNNING, when(job.enqueued), now,
-                               when(job.finished), now, args, kwargs, backend, _errors(job),
-                               list(job.workers), None)  # fmt: skip
-    for name, value in zip(_NEW_RESULT, values, strict=True):
-        object.__setattr__(result, name, value)
+    put = object.__setattr__  # (each of _NEW_RESULT)
+    put(result, "task", task)
+    put(result, "id", job.id)
+    put(result, "status", TaskResultStatus.RUNNING)
+    put(result, "enqueued_at", when(job.enqueued))
+    put(result, "started_at", now)
+    put(result, "finished_at", when(job.finished))
+    put(result, "last_attempted_at", now)
+    put(result, "args", args)
+    put(result, "kwargs", kwargs)
+    put(result, "backend", backend)
+    put(result, "errors", _errors(job))
+    put(result, "worker_ids", list(job.workers))
+    put(result, "_return_value", None)
     return result
 
 

@@ -72,8 +72,10 @@ class Channel:
             return
         # A START takes MAX_BATCH acknowledgements: more pile up when many threads' were
         # handed back (a connection killed under them).
-        chunks = [finished[i : i + MAX_BATCH] for i in range(0, len(finished), MAX_BATCH)]
-        chunks = chunks or [[]]
+        if len(finished) <= MAX_BATCH:
+            chunks = [finished]
+        else:
+            chunks = [finished[i : i + MAX_BATCH] for i in range(0, len(finished), MAX_BATCH)]
         with self.lock:
             for i, chunk in enumerate(chunks):
                 sent = False  # then handed back by _send, or with the pending by _drop
