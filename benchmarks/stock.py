@@ -37,10 +37,10 @@ def pairs(seconds: float, floor: bool = False) -> int:
     """How many reserve+confirm pairs (or, with ``floor``, pairs of trivial scripts) one
     client completes in ``seconds``."""
     from django_redislock.redis.clients import get_redis, run_script
-    from django_redislock.redis.scripts import _script
+    from django_redislock.redis.scripts import lua_script
     from django_redislock.stock.stock import Stock
 
-    stock, client, trivial = Stock(NAME), get_redis(), _script("one", "return 1")
+    stock, client, trivial = Stock(NAME), get_redis(), lua_script("one", "return 1")
     keys = stock.keys
     done, deadline = 0, time.perf_counter() + seconds
     while time.perf_counter() < deadline:

@@ -3,6 +3,7 @@ any chain) imports it back, and the producer side of the queue never imports the
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import django_redislock
@@ -64,3 +65,26 @@ def test_the_graph_sees_every_kind_of_import_but_type_checking_ones(tmp_path: Pa
     assert found["pkg.sub.e"] == {"pkg.a", "pkg.c"}
     assert find_cycle(found) == ["pkg.a", "pkg.sub.e", "pkg.a"]
     assert find_cycle(within(found, ["pkg.sub", "pkg.c"])) is None
+
+
+def private_imports(root: Path) -> list[str]:
+    """``from <a module of the package> import _name`` anywhere under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or PACKAGE in (node.module or "")):
+                names = [alias.name for alias in node.names]
+                found += [f"{path.relative_to(root)}: {name}" for name in names
+                          if name.startswith("_") and not name.startswith("__")]  # fmt: skip
+    return found
+
+
+def test_no_module_of_the_queue_or_the_tasks_backend_imports_another_one_s_private_names() -> None:
+    root = Path(django_redislock.__file__).parent
+    assert private_imports(root / "queue") == []
+    assert private_imports(root / "tasks") == []
+
+
+def test_private_imports_are_found(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("from .b import _hidden, shown\nfrom .c import __all__\n")
+    assert private_imports(tmp_path) == ["a.py: _hidden"]

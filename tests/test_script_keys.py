@@ -28,7 +28,7 @@ from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.schedule import Scheduler
 from django_redislock.ratelimit.limiter import AsyncRateLimit, RateLimit
 from django_redislock.redis.clients import call, run_script
-from django_redislock.redis.scripts import LuaScript, _script
+from django_redislock.redis.scripts import LuaScript, lua_script
 from django_redislock.semaphores.async_semaphore import AsyncSemaphore
 from django_redislock.semaphores.listing import list_semaphores
 from django_redislock.semaphores.semaphore import Semaphore
@@ -414,7 +414,7 @@ def test_every_key_a_script_touches_is_in_its_keys(nodes: list[tuple[str, int]])
 
 def test_the_check_catches_a_script_that_builds_a_key(nodes: list[tuple[str, int]]) -> None:
     """The check itself can fail: a script that builds a key it was not given is caught."""
-    rogue = _script("rogue", "return redis.call('GET', KEYS[1] .. ':other')")
+    rogue = lua_script("rogue", "return redis.call('GET', KEYS[1] .. ':other')")
     ready = get_queue().keys.ready
     with Monitoring(nodes) as monitoring:
         run_script(get_redis(), rogue, [ready], [])

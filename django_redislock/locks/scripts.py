@@ -15,7 +15,7 @@ an exact token match. The fence is 0 for a lock taken without fencing.
 
 from __future__ import annotations
 
-from ..redis.scripts import _script
+from ..redis.scripts import lua_script
 from .lua import CLOCK, WAITERS
 
 # Shared by the scripts that free a lock or queue a waiter.
@@ -63,7 +63,7 @@ end
 # Reply: an integer >= 0 when the caller now holds the lock (its fence; 0 without fencing),
 #        or {pttl} when the lock is busy (the caller is queued when ARGV[8] > 0), then the
 #        hand-off to another waiter that this call made, if any (see above).
-ACQUIRE = _script(
+ACQUIRE = lua_script(
     "acquire",
     _HANDOFF
     + """
@@ -143,7 +143,7 @@ return {redis.call('PTTL', lock)}
 # Reply: 0 when the token does not hold the lock (forced: nothing was held, nobody woken),
 #        1 when freed; {2, hand-off} when handed straight to a waiter, {3, hand-off} (forced
 #        only) when nothing was held but a waiter was given the lock.
-RELEASE = _script(
+RELEASE = lua_script(
     "release",
     _HANDOFF
     + """
@@ -167,7 +167,7 @@ return 0
 # KEYS[1] lock  KEYS[2] index  KEYS[3] names
 # ARGV[1] token  ARGV[2] new ttl ms  ARGV[3] name  ARGV[4] now ms
 # Reply: 1 when extended, 0 when the token does not hold the lock (any more).
-EXTEND = _script(
+EXTEND = lua_script(
     "extend",
     """
 local ok, current = pcall(redis.call, 'GET', KEYS[1])
@@ -186,7 +186,7 @@ return 1
 # KEYS[1] lock  KEYS[2] waiters  KEYS[3] registrations  KEYS[4] the caller's wake-up list
 # ARGV[1] token
 # Reply: the fence (>= 0) when the lock was handed to the caller meanwhile, else -1.
-GIVE_UP = _script(
+GIVE_UP = lua_script(
     "give_up",
     """
 local tok = ARGV[1]
@@ -206,7 +206,7 @@ return -1
 # KEYS[1] the waiter's wake-up list
 # ARGV[1] fence  ARGV[2] ttl ms
 # Reply: 1
-WAKE = _script(
+WAKE = lua_script(
     "wake",
     """
 redis.call('RPUSH', KEYS[1], ARGV[1])
@@ -223,7 +223,7 @@ return 1
 # ARGV[1] now ms  ARGV[2] stale before ms  ARGV[3] batch
 # Reply: {live locks (index entries expiring from now on), state, entries before them};
 #        state 1: ``names`` holds live locks only; 0: call again, a backlog is left.
-SWEEP = _script(
+SWEEP = lua_script(
     "sweep",
     """
 local index, names, swept = KEYS[1], KEYS[2], KEYS[3]

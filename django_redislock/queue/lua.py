@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from ..redis.scripts import LuaScript, _script
+from ..redis.scripts import LuaScript, lua_script
 from .jobs import Field, JobState
 
 # The most jobs one script call takes or returns; callers split larger batches.
@@ -265,4 +265,4 @@ def script(name: str, body: str) -> LuaScript:
         uncommented = _COMMENT.sub("", code)
         if any(re.search(rf"\b{word}\b", uncommented) for word in defined):
             code = piece + "\n" + code
-    return _script(name, code)
+    return lua_script(name, code)

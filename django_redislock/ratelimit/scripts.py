@@ -3,7 +3,7 @@ describes the layout)."""
 
 from __future__ import annotations
 
-from ..redis.scripts import _script
+from ..redis.scripts import lua_script
 
 # What HIT and PEEK share: the arguments, the server's clock, the state read back, and
 # STATE(), what the limiter has left at ``now``. The ring is in time order from its oldest
@@ -68,7 +68,7 @@ end
 # ARGV     count, period (us), burst, n, report (1: the reply also says what is left)
 # Reply    {allowed 1/0, wait (us; 0 when allowed), the time of the hit (us)}, and with
 #          report: then units free, us until one is, us until all are, after this hit
-HIT = _script(
+HIT = lua_script(
     "HIT",
     _STATE
     + """
@@ -109,7 +109,7 @@ return {1, 0, now, STATE()}
 # KEYS[1]  the limiter's string (see keys)
 # ARGV     count, period (us), burst
 # Reply    {units free now, us until one is, us until all are, the server time (us)}
-PEEK = _script(
+PEEK = lua_script(
     "PEEK",
     _STATE
     + """

@@ -14,5 +14,6 @@ class LuaScript(NamedTuple):
     sha: str
 
 
-def _script(name: str, source: str) -> LuaScript:
+def lua_script(name: str, source: str) -> LuaScript:
+    """The script ``name`` of Lua ``source``, with its SHA1."""
     return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
-from .scripts import _script
+from .scripts import lua_script
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ MAIL_SECONDS = 5.0  # a popped value whose waiter left is kept this long for its
 
 # KEYS[1] the listener's control list. ARGV[1] its lifetime (ms): a listener that died
 # leaves nothing behind. Reply: the list's length.
-NUDGE = _script(
+NUDGE = lua_script(
     "wakeups_nudge",
     """
 local n = redis.call('RPUSH', KEYS[1], '1')

@@ -24,7 +24,7 @@ lapsed (``sweep``; the listing drops them all, see ``SWEEP``).
 from __future__ import annotations
 
 from ..locks.lua import CLOCK
-from ..redis.scripts import _script
+from ..redis.scripts import lua_script
 from .lua import MEMBERS, PERMITS
 
 # Index entries of idle semaphores an acquire drops at most (see ``sweep``).
@@ -39,7 +39,7 @@ ACQUIRE_SWEEP = 16
 # Reply: {fence, wait ms, hand-offs...}: fence >= 0 when the caller now holds its permits (0
 #        without fencing), else -1 (queued when ARGV[8] > 0) and the ms until the soonest
 #        permit expires; then the hand-offs to other waiters this call made (see above).
-ACQUIRE = _script(
+ACQUIRE = lua_script(
     "semaphore_acquire",
     PERMITS
     + f"""
@@ -97,7 +97,7 @@ return out
 # ARGV[4] fair "0"/"1"
 # Reply: {freed, hand-offs...}: freed is 1 when the permit was live (forced: when any was),
 #        else 0; then the hand-offs this call made (see above).
-RELEASE = _script(
+RELEASE = lua_script(
     "semaphore_release",
     PERMITS
     + """
@@ -131,7 +131,7 @@ return out
 # KEYS[1] holders  KEYS[2] index
 # ARGV[1] the permit  ARGV[2] new ttl ms  ARGV[3] name
 # Reply: 1 when extended, 0 when the permit is not live (any more).
-EXTEND = _script(
+EXTEND = lua_script(
     "semaphore_extend",
     CLOCK
     + MEMBERS
@@ -154,7 +154,7 @@ return 1
 # KEYS[1] holders  KEYS[2] waiters  KEYS[3] registrations  KEYS[4] the caller's wake-up list
 # ARGV[1] token
 # Reply: the fence (>= 0) when permits were handed to the caller meanwhile, else -1.
-GIVE_UP = _script(
+GIVE_UP = lua_script(
     "semaphore_give_up",
     PERMITS
     + """
@@ -171,7 +171,7 @@ return fence_of(KEYS[1], tok, clock_ms()) or -1
 # ARGV[1] a permit to look up, or ""  ARGV[2] "1" to list the live permits
 # Reply: {live permits, waiters queued, ms left on the permit (-1: not live), then
 #         <expiry ms, member> of each live permit, soonest first}
-STATE = _script(
+STATE = lua_script(
     "semaphore_state",
     CLOCK
     + """
@@ -198,7 +198,7 @@ return out
 # KEYS[1] index
 # ARGV[1] batch
 # Reply: how many entries it dropped (a full batch: call again).
-SWEEP = _script(
+SWEEP = lua_script(
     "semaphore_sweep",
     PERMITS
     + """

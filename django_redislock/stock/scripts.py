@@ -19,7 +19,7 @@ script answers "more" then instead of acting). Status "corrupt" replies {"corrup
 
 from __future__ import annotations
 
-from ..redis.scripts import _script
+from ..redis.scripts import lua_script
 
 _PRELUDE = """
 local state, records, due = KEYS[1], KEYS[2], KEYS[3]
@@ -117,7 +117,7 @@ if not c then return more end
 
 # The counters, after handling due entries. Reply status: "ok", or "more" (the counters
 # are not final yet: run it again).
-COUNTS = _script(
+COUNTS = lua_script(
     "stock_counts", _PRELUDE + _OPEN + "return reply(more and 'more' or 'ok', c, more)\n"
 )
 
@@ -132,7 +132,7 @@ COUNTS = _script(
 # changes nothing and answers "ok".
 # Reply status: "ok"; "short" (nothing changed: too few available units for a negative add,
 # or more reserved than a set's n); "toomuch" (the total would exceed ARGV[5]); "more".
-ADJUST = _script(
+ADJUST = lua_script(
     "stock_adjust",
     _PRELUDE
     + """
@@ -171,7 +171,7 @@ return reply('ok', c, more)
 # pending with that many units (a resent call); "short" (sold out: too few units
 # available); "more" (too few, but due entries are left: run it again); "taken" (the id is
 # in use otherwise: nothing changed).
-RESERVE = _script(
+RESERVE = lua_script(
     "stock_reserve",
     _PRELUDE
     + _OPEN
@@ -201,7 +201,7 @@ return reply('ok', c, more, c[5], expires)
 # "r" (released) or "x" (expired: its units went back by themselves), or "unknown" (no such
 # reservation, or finished and forgotten); then its units, fence and expiry (epoch ms).
 # A pending reservation whose expiry passed is expired first, whatever its due entry says.
-FINISH = _script(
+FINISH = lua_script(
     "stock_finish",
     _PRELUDE
     + _OPEN
@@ -231,7 +231,7 @@ return reply('ok', c, more, r[2], r[3], r[4])
 # Removes the stock's keys and its entry in the listing, in one step.
 # Reply: {"ok" (it existed) or "none", 0, 0, 0, 0, 0}; "corrupt" (nothing removed) when names
 # is not a sorted set.
-DELETE = _script(
+DELETE = lua_script(
     "stock_delete",
     """
 local ok = pcall(redis.call, 'ZSCORE', KEYS[5], ARGV[1])

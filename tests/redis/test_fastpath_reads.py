@@ -14,7 +14,7 @@ from django_redislock import get_redis
 from django_redislock.exceptions import RedisUnavailable
 from django_redislock.redis import fastpath
 from django_redislock.redis.clients import call, run_script
-from django_redislock.redis.scripts import _script
+from django_redislock.redis.scripts import lua_script
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_an_error_reply_raises_redis_py_s_error_and_the_connection_stays_in_step
     assert held(client).conn._sock is connection  # an error reply is not a broken connection
     with pytest.raises(NoScriptError):  # the exact redis-py class, as run_script needs it
         call(client, "EVALSHA", "0" * 40, 0)
-    script = _script("test_loaded", "return ARGV[1] .. '!'")
+    script = lua_script("test_loaded", "return ARGV[1] .. '!'")
     assert run_script(client, script, [], ["loaded"]) == b"loaded!"  # NOSCRIPT: sent as EVAL
 
 
@@ -85,7 +85,7 @@ def test_a_push_message_before_a_reply_goes_to_redis_py_and_the_reply_is_read(
 def test_what_runs_meanwhile_overlaps_the_command_and_its_error_comes_after_the_reply(
     client: Any,
 ) -> None:
-    script = _script("test_incr", "return redis.call('INCR', KEYS[1])")
+    script = lua_script("test_incr", "return redis.call('INCR', KEYS[1])")
     order: list[str] = []
     assert run_script(client, script, ["n"], []) == 1  # loaded: EVALSHA from now on
     assert run_script(client, script, ["n"], [], lambda: order.append("meanwhile")) == 2
@@ -104,7 +104,7 @@ def test_meanwhile_runs_once_more_when_the_command_is_sent_again(
     client: Any, redis_server: Any
 ) -> None:
     calls: list[int] = []
-    script = _script("test_ok", "return 'ok'")
+    script = lua_script("test_ok", "return 'ok'")
     assert run_script(client, script, [], []) == b"ok"  # loaded: EVALSHA from now on
     redis_server.client().client_kill_filter(_type="normal", skipme=True)  # ours is closed
     assert run_script(client, script, [], [], lambda: calls.append(1)) == b"ok"
