@@ -5,13 +5,23 @@ without waiting for their replies."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..redis.scripts import LuaScript
 from .fetch_scripts import PEEK
 from .jobs import Job, decoded, decoded_meta, leased_job, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
+
+
+class Fetched(NamedTuple):
+    """What one POP (or a whole ``fetch``) says: the jobs leased, the seconds until the next
+    is due (0: more are ready; None: nothing pending), and the ids of the finished or started
+    jobs it carried whose lease had run out."""
+
+    jobs: list[Job]
+    wait: float | None
+    lost: list[str]
 
 
 class WorkerCalls:
@@ -70,7 +80,7 @@ class WorkerCalls:
         job_keys.append(keys.done)  # last: where the finished jobs kept are indexed
         return job_keys, args
 
-    def fetched(self, reply: Any, worker: str) -> tuple[list[Job], float | None, list[str]]:
+    def fetched(self, reply: Any, worker: str) -> Fetched:
         """``fetch``'s value from one POP reply."""
         wait = None if reply[0] < 0 else reply[0] / 1000
         lost = [text(job_id) for job_id in reply[1]]
@@ -87,4 +97,4 @@ class WorkerCalls:
                                    lease=f"{lease}{attempts}", worker=holder,
                                    workers=tuple(text(workers).split(",")),
                                    meta=decoded_meta(meta)))  # fmt: skip
-        return jobs, wait, lost
+        return Fetched(jobs, wait, lost)

@@ -115,7 +115,7 @@ class Leases:
             if count <= 0 and not finished:
                 soonest = 0.0
                 continue
-            jobs, wait = self.channels[queue].fetch(max(0, count), finished)
+            jobs, wait, _ = self.channels[queue].fetch(max(0, count), finished)
             with self.held:
                 self.ahead.extend(Leased(queue, job) for job in jobs)
             count -= len(jobs)
@@ -273,7 +273,7 @@ class Leases:
         collected = flight.collect()
         if collected is None:
             return 0.0
-        jobs, wait = collected
+        jobs, wait, _ = collected
         with self.held:
             self.ahead.extend(Leased(flight.queue, job) for job in jobs)
         return wait
