@@ -78,8 +78,12 @@ def run_job(job: Job, watch: Watch | None = None) -> str:
     task = restored(resolve_task(job.task), job, None)
     # Sent by the class of the task's backend, as the framework's own backends send them.
     sender = type(task.get_backend())
+    started, finished = (
+        receivers(signals.task_started, sender),
+        receivers(signals.task_finished, sender),
+    )
     result = running_result(job, task, task.backend, timezone.now())
-    receivers(signals.task_started, sender).send(task_result=result)
+    started.send(task_result=result)
     try:
         args = (TaskContext(task_result=result), *job.args) if task.takes_context else job.args
         if watch is None:
@@ -99,10 +103,10 @@ def run_job(job: Job, watch: Watch | None = None) -> str:
         path = f"{cls.__module__}.{cls.__qualname__}"
         trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
         result.errors.append(TaskError(exception_class_path=path, traceback=trace))
-        receivers(signals.task_finished, sender).send(task_result=result)
+        finished.send(task_result=result)
         raise
     object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
     object.__setattr__(result, "finished_at", timezone.now())
     object.__setattr__(result, "_return_value", returned(value, text))
-    receivers(signals.task_finished, sender).send(task_result=result)
+    finished.send(task_result=result)
     return text

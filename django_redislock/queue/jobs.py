@@ -89,6 +89,7 @@ class Field:
 
 
 _DIGITS = (bytes, str)
+_EXACT = 2**53  # integers a float holds exactly
 
 
 def text(value: Any) -> str:
@@ -97,6 +98,8 @@ def text(value: Any) -> str:
 
 def number(value: Any, default: int = 0) -> int:
     """A number field as read from Redis; ``default`` when absent or not a number."""
+    if type(value) is int and -_EXACT < value < _EXACT:  # a script's integer reply
+        return value  # (exact through a float too)
     if type(value) in _DIGITS and 0 < len(value) <= 15:  # the usual: an integer's digits
         try:  # (up to 15 characters, int() and int(float()) agree: no rounding)
             return int(value)

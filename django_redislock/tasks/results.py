@@ -265,6 +265,8 @@ def stand_in(path: str, reason: str) -> Callable[..., Any]:
 def to_json(value: Any) -> str:
     """``value`` as JSON text, accepting what the framework's ``normalize_json`` accepts
     (tuples, bytes, any mapping or sequence); TypeError or ValueError otherwise."""
+    if value is None:  # what most tasks return
+        return "null"
     try:  # plain JSON types, the usual case: json's C encoder checks them at once
         return dumps(value)
     except TypeError:
