@@ -9,9 +9,21 @@ import os
 from collections import deque
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .jobs import encoded, encoded_meta
+
+
+class Made(NamedTuple):
+    """A job as ``enqueue`` checked it, before it is pushed (or run, in eager mode)."""
+
+    id: str
+    task: Any
+    args: Any
+    kwargs: Any
+    priority: Any
+    meta: Any
+
 
 MAX_JOB_ID = 200
 MAX_DELAY = 100 * 365.25 * 86400  # seconds

@@ -18,12 +18,12 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
-from typing import Any
 
 from django.db import transaction
 
+from .arguments import Made
 from .jobs import AttemptError, Job, JobState, dumps, error_text, trimmed
 
 logger = logging.getLogger(__name__)
@@ -65,9 +65,6 @@ def run_now(job: Job) -> Job:
                     type(exc).__name__)  # fmt: skip
         return failed(job, exc, traceback.format_exc(), JobState.DEAD, started)
     return finished(job, value, started)
-
-
-Made = tuple[str, Any, Sequence[Any], Mapping[str, Any], Any, Any]
 
 
 def eager_job(queue_name: str, made: Made) -> Job:

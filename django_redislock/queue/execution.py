@@ -7,7 +7,6 @@ A time limit is the caller's: the worker hands in its ``Watch``; eager mode has 
 
 from __future__ import annotations
 
-import json
 import traceback
 from collections.abc import Callable
 from importlib import import_module
@@ -18,6 +17,7 @@ from django.utils import timezone
 
 from ..exceptions import InvalidTask
 from ..metrics.tracing import traced_run
+from ..tasks.receivers import receivers
 from ..tasks.results import (
     NOT_A_TASK,
     Task,
@@ -25,8 +25,9 @@ from ..tasks.results import (
     TaskError,
     TaskResultStatus,
     restored,
+    returned,
+    running_result,
     signals,
-    task_result,
     to_json,
 )
 from .jobs import Job
@@ -77,11 +78,12 @@ def run_job(job: Job, watch: Watch | None = None) -> str:
     task = restored(resolve_task(job.task), job, None)
     # Sent by the class of the task's backend, as the framework's own backends send them.
     sender = type(task.get_backend())
-    now = timezone.now()
-    result = task_result(job, task, task.backend, TaskResultStatus.RUNNING)
-    object.__setattr__(result, "started_at", now)
-    object.__setattr__(result, "last_attempted_at", now)
-    signals.task_started.send(sender, task_result=result)
+    started, finished = (
+        receivers(signals.task_started, sender),
+        receivers(signals.task_finished, sender),
+    )
+    result = running_result(job, task, task.backend, timezone.now())
+    started.send(task_result=result)
     try:
         args = (TaskContext(task_result=result), *job.args) if task.takes_context else job.args
         if watch is None:
@@ -101,10 +103,10 @@ def run_job(job: Job, watch: Watch | None = None) -> str:
         path = f"{cls.__module__}.{cls.__qualname__}"
         trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
         result.errors.append(TaskError(exception_class_path=path, traceback=trace))
-        signals.task_finished.send(sender, task_result=result)
+        finished.send(task_result=result)
         raise
     object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
     object.__setattr__(result, "finished_at", timezone.now())
-    object.__setattr__(result, "_return_value", json.loads(text))
-    signals.task_finished.send(sender, task_result=result)
+    object.__setattr__(result, "_return_value", returned(value, text))
+    finished.send(task_result=result)
     return text

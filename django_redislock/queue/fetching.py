@@ -5,13 +5,23 @@ without waiting for their replies."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..redis.scripts import LuaScript
 from .fetch_scripts import PEEK
-from .jobs import Job, JobState, decoded, decoded_meta, number, text
+from .jobs import Job, decoded, decoded_meta, leased_job, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
+
+
+class Fetched(NamedTuple):
+    """What one POP (or a whole ``fetch``) says: the jobs leased, the seconds until the next
+    is due (0: more are ready; None: nothing pending), and the ids of the finished or started
+    jobs it carried whose lease had run out."""
+
+    jobs: list[Job]
+    wait: float | None
+    lost: list[str]
 
 
 class WorkerCalls:
@@ -58,29 +68,33 @@ class WorkerCalls:
         if max(len(finished), len(started)) > MAX_BATCH:
             raise ValueError(f"One START or POP takes at most {MAX_BATCH} jobs of each kind.")
         keys = self.keys
-        acks = [v for job, result in finished for v in (job.id, job.lease or "", result or "")]
-        starts = [v for job in started for v in (job.id, job.lease or "")]
-        job_keys = [k for job, _ in finished for k in (keys.job(job.id), keys.result(job.id))]
-        job_keys += keys.jobs([job.id for job in started])
+        job_keys: list[str] = []
+        args: list[Any] = [worker or "-", max(1, round(self.result_ttl * 1000)), len(finished),
+                           len(started)]  # fmt: skip
+        for job, result in finished:
+            job_keys += (keys.job(job.id), keys.result(job.id))
+            args += (job.id, job.lease or "", result or "")
+        for job in started:
+            job_keys.append(keys.job(job.id))
+            args += (job.id, job.lease or "")
         job_keys.append(keys.done)  # last: where the finished jobs kept are indexed
-        return job_keys, [worker or "-", max(1, round(self.result_ttl * 1000)), len(finished),
-                          len(started), *acks, *starts]  # fmt: skip
+        return job_keys, args
 
-    def fetched(self, reply: Any, worker: str) -> tuple[list[Job], float | None, list[str]]:
+    def fetched(self, reply: Any, worker: str) -> Fetched:
         """``fetch``'s value from one POP reply."""
         wait = None if reply[0] < 0 else reply[0] / 1000
         lost = [text(job_id) for job_id in reply[1]]
+        name, lease, holder = self.name, f"{worker or '-'}#", worker or None
         jobs = []
         for i in range(2, len(reply), 10):
             job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
                 i : i + 10
             ]
             attempts = number(attempts)
-            job = Job(text(job_id), self.name, *decoded(task, args, kwargs),
-                      priority=number(priority), attempts=attempts, state=JobState.RUNNING.value,
-                      score=number(due), enqueued=number(enqueued),
-                      lease=f"{worker or '-'}#{attempts}", worker=worker or None,
-                      workers=tuple(text(workers).split(",")),
-                      meta=decoded_meta(meta))  # fmt: skip
-            jobs.append(job)
-        return jobs, wait, lost
+            jobs.append(leased_job(text(job_id), name, *decoded(task, args, kwargs),
+                                   priority=number(priority), attempts=attempts,
+                                   score=number(due), enqueued=number(enqueued),
+                                   lease=f"{lease}{attempts}", worker=holder,
+                                   workers=tuple(text(workers).split(",")),
+                                   meta=decoded_meta(meta)))  # fmt: skip
+        return Fetched(jobs, wait, lost)

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..metrics.tracing import traced_enqueue, traced_enqueue_many
 from ..redis.clients import run_script
 from ..redis.scripts import LuaScript
-from .arguments import JOB_ARGUMENTS, checked_job_id, job_values, new_id, new_ids
+from .arguments import JOB_ARGUMENTS, Made, checked_job_id, job_values, new_id, new_ids
 from .eager import run_eagerly
 from .enqueue_scripts import ADD, ENQUEUE
 from .jobs import Job, JobState, text
@@ -22,25 +22,37 @@ from .on_commit import commit_alias, database, described, push_at_commit
 from .time_limits import with_time_limit
 
 READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
-_UNKNOWN = (0, 0, READY, 0)  # ENQUEUE's values for a job not pushed yet
 
 
-def _placed(reply: Sequence[Any]) -> tuple[str, int, int]:
-    """A job's state, score (due time) and enqueue time from ENQUEUE's four values for it."""
-    return JobState.of_letter(text(reply[2])).value, int(reply[1]), int(reply[3])
+class Enqueued(NamedTuple):
+    """ENQUEUE's four values for one job (ADD's too): ``outcome`` 1 added, 2 replaced, 3
+    kept for a follow-up run, 0 kept; its due time and its state's letter as stored; when
+    it was enqueued (epoch ms)."""
+
+    outcome: int
+    due: int
+    state: Any  # a JobState letter, as Redis gave it
+    enqueued: int
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> Enqueued:
+        return cls(*values[:4])
+
+    def placed(self) -> tuple[str, int, int]:
+        """The job's state (a JobState name), score (due time) and enqueue time."""
+        return JobState.of_letter(text(self.state)).value, int(self.due), int(self.enqueued)
 
 
-def _stamped(job: Job, reply: Sequence[Any]) -> Job:
+_UNKNOWN = Enqueued(0, 0, READY, 0)  # for a job not pushed yet
+
+
+def _stamped(job: Job, reply: Enqueued) -> Job:
     """``job``, built before ENQUEUE's four values for it came, with its state and times."""
-    state, score, enqueued = _placed(reply)
+    state, score, enqueued = reply.placed()
     object.__setattr__(job, "state", state)
     object.__setattr__(job, "score", score)
     object.__setattr__(job, "enqueued", enqueued)
     return job
-
-
-# (id, task, args, kwargs, priority, meta) of each job, as checked
-Made = tuple[str, Any, Any, Any, Any, Any]
 
 
 class Producing:
@@ -85,7 +97,7 @@ class Producing:
         fresh = job_id is None
         job_id = new_id() if job_id is None else checked_job_id(job_id)
         values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
-        made = (job_id, task, args, kwargs, priority, meta)
+        made = Made(job_id, task, args, kwargs, priority, meta)
         alias = commit_alias(database(using, db)) if self.on_commit else None
         if self.eager:
             return run_eagerly(self.name, [made], alias)[0]
@@ -97,15 +109,16 @@ class Producing:
             return self._made(*made, self._push(values, fresh, replace))
         push = partial(self._push, values, fresh, replace)
         push_at_commit(alias, push, described([made[:4]]))
-        return self._made(*made, [1, 0, READY if values[6] == 0 else SCHEDULED, 0])
+        return self._made(*made, Enqueued(1, 0, READY if values[6] == 0 else SCHEDULED, 0))
 
-    def _push(self, values: list[Any], fresh: bool, replace: bool) -> list[Any]:
+    def _push(self, values: list[Any], fresh: bool, replace: bool) -> Enqueued:
         if fresh:  # a new id: no job of it is pending
             return self.add_new(values)
         job_keys = (self.keys.job(values[0]), self.keys.corrupt(values[0]))
-        return self.run(ENQUEUE, job_keys, ("1" if replace else "0", "", 0, "0", *values))  # type: ignore[no-any-return]
+        return Enqueued.of(self.run(ENQUEUE, job_keys,
+                                    ("1" if replace else "0", "", 0, "0", *values)))  # fmt: skip
 
-    def add_new(self, values: list[Any], meanwhile: Callable[[], Any] | None = None) -> list[Any]:
+    def add_new(self, values: list[Any], meanwhile: Callable[[], Any] | None = None) -> Enqueued:
         """Add a job of a new id (``new_id``) from its seven checked values (``job_values``):
         one ADD script. Returns ENQUEUE's four values for it. ``meanwhile`` runs while the
         script is on its way to Redis (see ``run_script``)."""
@@ -114,7 +127,7 @@ class Producing:
                          meanwhile)  # fmt: skip
         due = values[6]
         due = due if due > 0 else abs(now) - due
-        return [1, due, READY if now > 0 else SCHEDULED, abs(now)]
+        return Enqueued(1, due, READY if now > 0 else SCHEDULED, abs(now))
 
     @traced_enqueue_many
     def enqueue_many(
@@ -137,7 +150,7 @@ class Producing:
         push = partial(self._push_many, flat, made, fresh, replace, "", 0)
         push_at_commit(alias, push, described([job[:4] for job in made]))
         due = flat[6::7]
-        return [self._made(*job, [1, 0, READY if due[i] == 0 else SCHEDULED, 0])
+        return [self._made(*job, Enqueued(1, 0, READY if due[i] == 0 else SCHEDULED, 0))
                 for i, job in enumerate(made)]  # fmt: skip
 
     def enqueue_tick(self, entry: str, tick_ms: int, job: Mapping[str, Any]) -> Job | None:
@@ -168,7 +181,7 @@ class Producing:
             meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
             flat += job_values(job_id, task, args, kwargs, priority, meta, spec.get("delay"),
                                spec.get("at"))  # fmt: skip
-            made.append((job_id, task, args, kwargs, priority, meta))
+            made.append(Made(job_id, task, args, kwargs, priority, meta))
         return flat, made, fresh
 
     def _push_many(
@@ -190,7 +203,8 @@ class Producing:
             if not answer:  # the tick was already claimed
                 return []
             reply += answer
-        return [self._made(*job, reply[4 * i : 4 * i + 4]) for i, job in enumerate(made)]
+        return [self._made(*job, Enqueued.of(reply[4 * i : 4 * i + 4]))
+                for i, job in enumerate(made)]  # fmt: skip
 
     def _made(
         self,
@@ -200,9 +214,9 @@ class Producing:
         kwargs: Mapping[str, Any],
         priority: int,
         meta: Mapping[str, Any] | None,
-        reply: Sequence[Any],
+        reply: Enqueued,
     ) -> Job:
         """The Job enqueued, from ENQUEUE's four values for it."""
-        state, score, enqueued = _placed(reply)
+        state, score, enqueued = reply.placed()
         return Job(job_id, self.name, task, list(args), dict(kwargs), priority, state=state,
                    score=score, enqueued=enqueued, meta=dict(meta or {}))  # fmt: skip

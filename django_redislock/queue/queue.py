@@ -14,7 +14,7 @@ from ..redis.clients import get_redis, run_script
 from ..redis.scripts import LuaScript
 from .arguments import MAX_DELAY, checked_delay
 from .fetch_scripts import POP
-from .fetching import WorkerCalls
+from .fetching import Fetched, WorkerCalls
 from .jobs import Job, JobState, attempt_error, error_text, text, trimmed
 from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
@@ -100,7 +100,7 @@ class Queue(Producing, WorkerCalls, Operations):
         finished: Sequence[tuple[Job, str | None]] = (),
         started: Sequence[Job] = (),
         charge: bool = True,
-    ) -> tuple[list[Job], float | None, list[str]]:
+    ) -> Fetched:
         """``pop_and_wait`` after acknowledging ``finished`` (jobs with their result, as
         ``ack`` takes them) and charging the attempt of ``started`` (jobs leased ahead that
         start now), in one round trip per ``MAX_BATCH`` jobs; also returns the ids of the
@@ -124,7 +124,7 @@ class Queue(Producing, WorkerCalls, Operations):
             lost += gone
             more = len(found) == take and len(jobs) < count
             if not (more or finished or started):
-                return jobs, wait, lost
+                return Fetched(jobs, wait, lost)
 
     def release(self, jobs: Sequence[Job]) -> int:
         """Give back popped jobs that did not start: ready again at the front of their
@@ -139,7 +139,7 @@ class Queue(Producing, WorkerCalls, Operations):
     def ack(self, job: Job, result: str | None = None) -> bool:
         """Finish a popped job; with ``result`` (its return value as JSON text) the job is
         kept, done, for RESULT_TTL. False when its lease had run out (it may run again)."""
-        return not self.fetch(0, finished=[(job, result)])[2]
+        return not self.fetch(0, finished=[(job, result)]).lost
 
     def retry(self, job: Job, delay: float | None = None, error: str = "") -> bool:
         """Give a popped job back, due again after ``delay`` seconds (default: the backoff)."""

@@ -15,4 +15,5 @@ class LuaScript(NamedTuple):
 
 
 def lua_script(name: str, source: str) -> LuaScript:
+    """The script ``name`` of Lua ``source``, with its SHA1."""
     return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())

@@ -29,11 +29,12 @@ from django.utils import timezone as django_timezone
 from ..conf import conf, user_settings
 from ..exceptions import InvalidTask, JobNotFound
 from ..metrics import tracing
-from ..queue.arguments import due_argument, new_id
+from ..queue.arguments import Made, due_argument, new_id
 from ..queue.eager import eager_job, run_now
 from ..queue.execution import resolve_task
 from ..queue.jobs import encoded_meta
 from ..queue.on_commit import commit_alias, described, push_at_commit
+from ..queue.producing import Enqueued
 from ..queue.queue import Job, Queue, get_queue
 from ..redis.clients import get_redis
 from .results import (
@@ -113,7 +114,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         job_id = new_id()
         values = [job_id, path, args_text, kwargs_text, meta, task.priority, due]
         if queue.eager:  # EAGER: run here, never pushed
-            made_now = (job_id, path, args, kwargs, task.priority, json.loads(meta or "{}"))
+            made_now = Made(job_id, path, args, kwargs, task.priority, json.loads(meta or "{}"))
             return self._run_eagerly(task, queue, eager_job(queue.name, made_now))
         if queue.on_commit and (alias := commit_alias(None)) is not None:
             # inside transaction.atomic(): pushed when it commits
@@ -147,10 +148,10 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         transaction.on_commit(run, using=alias)
         return ready
 
-    def _stamped(self, result: Any, reply: list[Any], receivers: list[Any] | None = None) -> Any:
+    def _stamped(self, result: Any, reply: Enqueued, receivers: list[Any] | None = None) -> Any:
         """``result`` of a job pushed: with Redis's enqueue time, announced (to the
         ``receivers`` looked up meanwhile, if they were)."""
-        object.__setattr__(result, "enqueued_at", when(reply[3]))
+        object.__setattr__(result, "enqueued_at", when(reply.enqueued))
         announce_enqueued(type(self), result, receivers)
         return result
 

@@ -174,6 +174,51 @@ def new_result(task: Any, job_id: str, args: list[Any], kwargs: dict[str, Any],
     return result
 
 
+def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
+    """``task_result``'s RUNNING result of ``job``, started ``now`` (its ``started_at`` and
+    ``last_attempted_at``): the worker's, one per job run, built field by field."""
+    if not _FIELD_BY_FIELD or job.result is not None:
+        result = task_result(job, task, backend, TaskResultStatus.RUNNING)
+        object.__setattr__(result, "started_at", now)
+        object.__setattr__(result, "last_attempted_at", now)
+        return result
+    args, kwargs = job.args, job.kwargs
+    for value in args:  # normalised as TaskResult's __post_init__ does: scalars stay
+        if type(value) not in _SCALARS:
+            args = normalize_json(args)
+            break
+    else:
+        args = list(args)
+    for value in kwargs.values():
+        if type(value) not in _SCALARS:
+            kwargs = normalize_json(kwargs)
+            break
+    else:
+        kwargs = dict(kwargs)
+    result = object.__new__(TaskResult)
+    put = object.__setattr__  # (each of _NEW_RESULT)
+    put(result, "task", task)
+    put(result, "id", job.id)
+    put(result, "status", TaskResultStatus.RUNNING)
+    put(result, "enqueued_at", when(job.enqueued))
+    put(result, "started_at", now)
+    put(result, "finished_at", when(job.finished))
+    put(result, "last_attempted_at", now)
+    put(result, "args", args)
+    put(result, "kwargs", kwargs)
+    put(result, "backend", backend)
+    put(result, "errors", _errors(job))
+    put(result, "worker_ids", list(job.workers))
+    put(result, "_return_value", None)
+    return result
+
+
+def returned(value: Any, text: str) -> Any:
+    """A task's return value as its result keeps it: ``text`` (``to_json(value)``) decoded;
+    a plain scalar comes back as it went in, so it is not decoded."""
+    return value if type(value) in _SCALARS else json.loads(text)
+
+
 def restored(task: Any, job: Job, fallback: str | None) -> Any:
     """``task`` as ``job`` was enqueued: priority, queue, and from the job's metadata the
     backend alias and ``run_after``. If that alias is gone or no longer takes the queue, the
@@ -220,6 +265,8 @@ def stand_in(path: str, reason: str) -> Callable[..., Any]:
 def to_json(value: Any) -> str:
     """``value`` as JSON text, accepting what the framework's ``normalize_json`` accepts
     (tuples, bytes, any mapping or sequence); TypeError or ValueError otherwise."""
+    if value is None:  # what most tasks return
+        return "null"
     try:  # plain JSON types, the usual case: json's C encoder checks them at once
         return dumps(value)
     except TypeError:

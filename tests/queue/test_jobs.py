@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from typing import Any
 
 import pytest
 
-from django_redislock.queue.jobs import LISTED_STATES, Field, JobState, from_hash
+from django_redislock.queue.jobs import (
+    LISTED_STATES,
+    Field,
+    Job,
+    JobState,
+    decoded,
+    from_hash,
+    leased_job,
+    number,
+)
 from django_redislock.queue.keys import QueueKeys
 from django_redislock.queue.lua import script
 
@@ -107,3 +118,33 @@ def test_new_ids_are_unique_across_threads_and_forked_children() -> None:
     assert len(parent) == 2000
     assert len(set(child) | set(parent)) == 2300
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{20}", id_) for id_ in child + parent)
+
+
+def test_leased_job_is_the_job_its_fields_make() -> None:
+    values: dict[str, Any] = dict(priority=3, attempts=2, score=5, enqueued=4, lease="w#2",
+                                  worker="w", workers=("v", "w"), meta={"m": 1})  # fmt: skip
+    made = leased_job("id", "q", "t.f", [1], {"k": 2}, **values)
+    expected = Job("id", "q", "t.f", [1], {"k": 2}, state=JobState.RUNNING.value, **values)
+    assert made == expected
+    assert repr(made) == repr(expected)
+    assert list(vars(made)) == [f.name for f in dataclasses.fields(Job)]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(b"12", 12), ("42", 42), (b"-3", -3), (b" 7 ", 7), (b"1.5", 1), (b"1e3", 1000),
+     (b"", 0), (None, 0), (b"x", 0), (5, 5),
+     (b"12345678901234567890", 12345678901234567168)],  # through a float, as it always was
+)  # fmt: skip
+def test_number_reads_as_int_of_float_would(value: Any, expected: int) -> None:
+    assert number(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "expected"),
+    [(b"[1,2]", b"", ("t", [1, 2], {})), (b" [1] ", b'{"a":1}', ("t", [1], {"a": 1})),
+     (b"[1] x", b"", ("", [], {})), (b"[", b"", ("", [], {})), ("[1]", "", ("t", [1], {})),
+     ('["\u00e9"]'.encode(), b"", ("t", ["\u00e9"], {})), (b"{}", b"", ("", [], {}))],
+)  # fmt: skip
+def test_decoded_reads_json_as_json_loads_would(args: Any, kwargs: Any, expected: Any) -> None:
+    assert decoded(b"t", args, kwargs) == expected

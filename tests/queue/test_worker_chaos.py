@@ -196,7 +196,7 @@ def test_a_refused_script_leaves_the_channel_in_step(server: RedisServer) -> Non
     admin.config_set("maxmemory", 0)
     assert not channel.fetching
     assert not channel.pending
-    jobs, _ = channel.fetch(1, [])
+    jobs = channel.fetch(1, []).jobs
     assert [job.id for job in jobs] == ["j2"]
     assert not channel.fetching
     assert not channel.pending

@@ -25,6 +25,7 @@ from ...redis.clients import UNAVAILABLE, is_cluster
 from ...redis.scripts import LuaScript
 from ...redis.wire import packer
 from ..fetch_scripts import MAX_BATCH, POP, START
+from ..fetching import Fetched
 from ..jobs import text
 from ..queue import Job, Queue
 
@@ -57,7 +58,7 @@ class Channel:
         # arguments, the acknowledgements it carries)
         self.pending: deque[tuple[LuaScript, Call, Finished]] = deque()
         self.fetches = 0  # POPs among them
-        self.fetched: tuple[list[Job], float | None] | None = None  # read, not collected
+        self.fetched: Fetched | None = None  # read, not collected (its lost ones told)
         self.lock = threading.RLock()
 
     @property
@@ -72,8 +73,10 @@ class Channel:
             return
         # A START takes MAX_BATCH acknowledgements: more pile up when many threads' were
         # handed back (a connection killed under them).
-        chunks = [finished[i : i + MAX_BATCH] for i in range(0, len(finished), MAX_BATCH)]
-        chunks = chunks or [[]]
+        if len(finished) <= MAX_BATCH:
+            chunks = [finished]
+        else:
+            chunks = [finished[i : i + MAX_BATCH] for i in range(0, len(finished), MAX_BATCH)]
         with self.lock:
             for i, chunk in enumerate(chunks):
                 sent = False  # then handed back by _send, or with the pending by _drop
@@ -113,9 +116,9 @@ class Channel:
                 return False
             return True
 
-    def collect(self) -> tuple[list[Job], float | None] | None:
-        """Read replies up to the fetch in flight; its jobs and wait (as ``pop_and_wait``),
-        or None when no fetch was in flight. Raises RedisUnavailable."""
+    def collect(self) -> Fetched | None:
+        """Read replies up to the fetch in flight (its lost ids already told), or None when
+        no fetch was in flight. Raises RedisUnavailable."""
         with self.lock:
             if not self.fetching:
                 return None
@@ -123,7 +126,7 @@ class Channel:
             found, self.fetched = self.fetched, None
             return found
 
-    def fetch(self, count: int, finished: Finished) -> tuple[list[Job], float | None]:
+    def fetch(self, count: int, finished: Finished) -> Fetched:
         """A fetch sent and read now (behind whatever was sent before it)."""
         with self.lock:
             if not self.send_fetch(count, finished):
@@ -197,8 +200,8 @@ class Channel:
             self.pending.popleft()
             if script is POP:
                 self.fetches -= 1
-                jobs, wait, lost = self.queue.fetched(reply, self.worker)
-                self.fetched = (jobs, wait)
+                self.fetched = self.queue.fetched(reply, self.worker)
+                lost = self.fetched.lost
             else:
                 lost = [text(job_id) for job_id in reply]
             if lost:

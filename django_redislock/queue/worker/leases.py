@@ -41,7 +41,7 @@ def _sooner(soonest: float | None, wait: float | None) -> float | None:
     return wait if wait is not None and (soonest is None or wait < soonest) else soonest
 
 
-class Leases(Renewal):
+class Leases:
     """The jobs a worker holds: leased ahead, running, finished and not yet acknowledged.
     ``one_at_a_time``: jobs are leased ahead and charged as they start, and finished ones
     are acknowledged with the next start or fetch; else each is charged as it is fetched
@@ -62,8 +62,11 @@ class Leases(Renewal):
         self.stopping = stopping  # a stop request: the jobs ahead go back at once
         self.on_cancel: Callable[[Queue, str], object] = lambda queue, job_id: None
         self.running: dict[tuple[str, str], Leased] = {}
-        self.unrenewed: set[tuple[str, str]] = set()
-        self.changed = threading.Condition()  # guards running; notified as a job ends
+        self.unrenewed: set[tuple[str, str]] = set()  # running, their lease left to lapse
+        # guards running and unrenewed (through the lock itself where nothing is notified:
+        # cheaper); notified as a job ends while several run at once
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
         self.job_started = 0.0  # when the latest job started
         self.ahead: deque[Leased] = deque()
         self.finished: dict[Queue, Finished] = {}
@@ -76,6 +79,8 @@ class Leases(Renewal):
         self.channels = {q: Channel(q, worker_id, self._warn_lost, self._unfinish) for q in queues}
         single = one_at_a_time and len(self.queues) == 1
         self.flight = self.channels[self.queues[0]] if single else None
+        self.renewal = Renewal(self.queues, self.renewable, self.still_running,
+                               lambda queue, job_id: self.on_cancel(queue, job_id))  # fmt: skip
         self.next_renewal = 0.0
         keeping = periodic(TEND, self._keep, "Worker housekeeping")
         self.keeper = Background("redislock-keeper", keeping, daemon=True)
@@ -110,9 +115,9 @@ class Leases(Renewal):
             if count <= 0 and not finished:
                 soonest = 0.0
                 continue
-            jobs, wait = self.channels[queue].fetch(max(0, count), finished)
+            jobs, wait, _ = self.channels[queue].fetch(max(0, count), finished)
             with self.held:
-                self.ahead.extend((queue, job) for job in jobs)
+                self.ahead.extend(Leased(queue, job) for job in jobs)
             count -= len(jobs)
             soonest = _sooner(soonest, wait)
         return soonest
@@ -159,8 +164,8 @@ class Leases(Renewal):
                 raise
             self._warn_lost(lost)
             for job in jobs:
-                with self.changed:
-                    self.running[(queue.name, job.id)] = (queue, job)
+                with self.lock:
+                    self.running[(queue.name, job.id)] = Leased(queue, job)
                 launch(queue, job)
             started += len(jobs)
             soonest = _sooner(soonest, wait)
@@ -175,8 +180,8 @@ class Leases(Renewal):
                 self.changed.release()
 
     def begin(self, queue: Queue, job: Job) -> None:
-        with self.changed:
-            self.running[(queue.name, job.id)] = (queue, job)
+        with self.lock:
+            self.running[(queue.name, job.id)] = Leased(queue, job)
         if self.one_at_a_time:  # leased ahead: charge its attempt now, acknowledge those before
             with self.held:
                 finished = self.finished.pop(queue, [])
@@ -197,14 +202,40 @@ class Leases(Renewal):
             self.channels[queue].sync()
 
     def end(self, queue: Queue, job: Job) -> None:
-        with self.changed:
+        with self.lock:
             self.running.pop((queue.name, job.id), None)
             self.unrenewed.discard((queue.name, job.id))
-            self.changed.notify_all()
+            if not self.one_at_a_time:  # free_slots may be waiting
+                self.changed.notify_all()
 
     def running_ids(self) -> list[str]:
-        with self.changed:
+        with self.lock:
             return [f"{q.name}:{job.id}" for q, job in self.running.values()]
+
+    # --- renewal ------------------------------------------------------------------------
+
+    def renew(self) -> None:
+        """Extend the leases of the jobs running and of those leased ahead, now."""
+        self.renewal.renew()
+
+    def renewable(self) -> list[Leased]:
+        """The jobs whose leases are kept: those running (but the ones left to lapse) and
+        those leased ahead."""
+        with self.lock:
+            running = [v for k, v in self.running.items() if k not in self.unrenewed]
+        with self.held:
+            return running + list(self.ahead)
+
+    def still_running(self, queue: Queue, job_ids: list[str]) -> list[str]:
+        """Those of ``job_ids`` of ``queue`` that run here now."""
+        with self.lock:
+            return [i for i in job_ids if (queue.name, i) in self.running]
+
+    def stop_renewing(self, queue: Queue, job: Job) -> None:
+        """Let a running job's lease lapse (far past its time limit): delivered again."""
+        with self.lock:
+            if (queue.name, job.id) in self.running:
+                self.unrenewed.add((queue.name, job.id))
 
     def running_count(self) -> int:
         return len(self.running)
@@ -242,9 +273,9 @@ class Leases(Renewal):
         collected = flight.collect()
         if collected is None:
             return 0.0
-        jobs, wait = collected
+        jobs, wait, _ = collected
         with self.held:
-            self.ahead.extend((flight.queue, job) for job in jobs)
+            self.ahead.extend(Leased(flight.queue, job) for job in jobs)
         return wait
 
     def _acknowledge(self, finished: dict[Queue, Finished]) -> None:

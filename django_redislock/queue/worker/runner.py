@@ -54,7 +54,8 @@ class Runner:
         self.leases.begin(queue, job)
         start = time.monotonic()
         close_old_connections()
-        self.log.debug("%s: %s (%s) started", queue.name, job.task, job.id)
+        if self.log.isEnabledFor(logging.DEBUG):
+            self.log.debug("%s: %s (%s) started", queue.name, job.task, job.id)
         try:
             try:
                 watch = None if self.limits is None else self.limits.watch(queue, job)

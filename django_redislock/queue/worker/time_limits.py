@@ -54,6 +54,17 @@ if hasattr(ctypes, "pythonapi"):  # CPython
     _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(_api)
 
 
+_async: dict[Any, bool] = {}  # whether each task function run so far is async
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    """``iscoroutinefunction(func)``, found once per function (a task's never changes)."""
+    found = _async.get(func)
+    if found is None:
+        found = _async[func] = iscoroutinefunction(func)
+    return found
+
+
 class Watch:
     """One running job's limit: ``call`` runs its function under it, in the calling thread."""
 
@@ -78,7 +89,7 @@ class Watch:
     def call(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """``func(*args, **kwargs)`` under the limit; raises JobTimeLimitExceeded when the
         limit was reached, whatever the function did then."""
-        if iscoroutinefunction(func):
+        if _is_async(func):
             return async_to_sync(self._call_async)(func, args, kwargs)
         self.thread_id = threading.get_ident()
         fired = False
@@ -185,7 +196,9 @@ class TimeLimits:
         self.graces = dict(graces or {})
         self.watches: dict[int, Watch] = {}
         self.wakes_at = 0.0  # when the watcher wakes next (monotonic)
-        self.changed = threading.Condition()
+        # (held through the lock itself where nothing waits or is notified: cheaper)
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
         self.stopped = threading.Event()
         self.thread = Background("redislock-limits", self._watch, stopped=self.stopped,
                                  daemon=True)  # fmt: skip
@@ -219,13 +232,13 @@ class TimeLimits:
         return bool(found)
 
     def add(self, watch: Watch) -> None:
-        with self.changed:
+        with self.lock:
             self.watches[id(watch)] = watch
             if watch.deadline < self.wakes_at:  # else the watcher wakes in time: let it be
                 self.changed.notify_all()
 
     def remove(self, watch: Watch) -> None:
-        with self.changed:
+        with self.lock:
             self.watches.pop(id(watch), None)
 
     def _watch(self, stopped: threading.Event) -> None:
