@@ -112,8 +112,7 @@ def drain() -> tuple[float, float, float]:
     worker = Worker(["default"], concurrency=1, burst=True)
     started, own, cpu = time.perf_counter(), time.thread_time(), time.process_time()
     worker.run()
-    return (time.perf_counter() - started, time.thread_time() - own,
-            time.process_time() - cpu)  # fmt: skip
+    return (time.perf_counter() - started, time.thread_time() - own, time.process_time() - cpu)
 
 
 def _range(rows: list[list[float]], i: int) -> str:

@@ -478,20 +478,25 @@ def targets(results: dict[str, dict[str, float]]) -> None:
     def huey(key: str) -> float:  # the faster of huey's storages
         return max(results[name][key] for name in (Huey.name, PriorityHuey.name))
 
-    checks = [("enqueue >= 1.5x huey", f"{ours['enqueue/huey']:.2f}x",
-               ours["enqueue/huey"] >= 1.5)]  # fmt: skip
+    checks = [("enqueue >= 1.5x huey", f"{ours['enqueue/huey']:.2f}x", ours["enqueue/huey"] >= 1.5)]
     if OursTasks.name in results:
         tasks = results[OursTasks.name]["enqueue/huey"]
         checks.append(("Task.enqueue >= 1.5x huey", f"{tasks:.2f}x", tasks >= 1.5))
     if "drain" in ours:  # not measured with --only enqueue
         checks += [
-            ("drain >= 3x huey", f"{ours['drain'] / huey('drain'):.2f}x",
-             ours["drain"] >= 3 * huey("drain")),
+            (
+                "drain >= 3x huey",
+                f"{ours['drain'] / huey('drain'):.2f}x",
+                ours["drain"] >= 3 * huey("drain"),
+            ),
             ("enqueue->start p50 <= 2 ms", f"{ours['start50']:.2f} ms", ours["start50"] <= 2),
             ("delayed lateness p99 <= 10 ms", f"{ours['late99']:.1f} ms", ours["late99"] <= 10),
-            ("bytes/job < RQ's", f"{ours['bytes']:.0f} vs {rq['bytes']:.0f}",
-             ours["bytes"] < rq["bytes"]),
-        ]  # fmt: skip
+            (
+                "bytes/job < RQ's",
+                f"{ours['bytes']:.0f} vs {rq['bytes']:.0f}",
+                ours["bytes"] < rq["bytes"],
+            ),
+        ]
     print(
         "\nTargets (huey: the faster of its two storages; enqueue: the median of each round's"
         " ratio)"
@@ -499,9 +504,11 @@ def targets(results: dict[str, dict[str, float]]) -> None:
     for label, shown, ok in checks:
         print(f"  {label:32}{shown:>14}  {'PASS' if ok else 'FAIL'}")
     asleep, floor = results[OursNoSpin.name]["enqueue"], results[Floor.name]["enqueue"]
-    print(f"\n  Waiting for each reply asleep in recv (SPIN_WAIT 0), as redis-py does, "
-          f"django-redislock's\n  enqueue is {asleep / huey('enqueue'):.2f}x huey's; a bare LPUSH "
-          f"through redis-py is {floor / huey('enqueue'):.2f}x.")  # fmt: skip
+    print(
+        f"\n  Waiting for each reply asleep in recv (SPIN_WAIT 0), as redis-py does, "
+        f"django-redislock's\n  enqueue is {asleep / huey('enqueue'):.2f}x huey's; a bare LPUSH "
+        f"through redis-py is {floor / huey('enqueue'):.2f}x."
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -530,8 +537,10 @@ def measure(
     own_floor = [OursNoSpin(url), FloorOwn(url)]
     tasks = [OursTasks(url)] if TASKS_BACKEND == REDIS_TASK_BACKEND else []
     print(f"enqueue, enqueue_many: {plan.rounds} interleaved rounds of {plan.seconds} s")
-    for key, who, batch in (("enqueue", contenders + floor + own_floor + tasks, False),
-                            ("many", contenders + floor, True)):  # fmt: skip
+    for key, who, batch in (
+        ("enqueue", contenders + floor + own_floor + tasks, False),
+        ("many", contenders + floor, True),
+    ):
         found = interleaved(who, plan.rounds, partial(rate, r, seconds=plan.seconds, batch=batch))
         # This VM's speed drifts by ±20 % within a run: the targets compare each round's rates
         # (measured moments apart), and take the median of those ratios.
@@ -551,17 +560,25 @@ def measure(
     for name, values in found.items():
         results[name]["drain"] = statistics.median(values)
 
-    print(f"enqueue->start: {plan.probes} jobs, delayed: {plan.delayed} jobs; "
-          f"{plan.latency_rounds} round(s)", flush=True)  # fmt: skip
-    found = interleaved(contenders, plan.latency_rounds, lambda c: (
-        start_latency(r, c, plan.probes), lateness(r, c, plan.delayed)))  # fmt: skip
+    print(
+        f"enqueue->start: {plan.probes} jobs, delayed: {plan.delayed} jobs; "
+        f"{plan.latency_rounds} round(s)",
+        flush=True,
+    )
+    found = interleaved(
+        contenders,
+        plan.latency_rounds,
+        lambda c: (start_latency(r, c, plan.probes), lateness(r, c, plan.delayed)),
+    )
     for name, pairs in found.items():
         started = [v for s, _ in pairs for v in s]
         late = [v for _, d in pairs for v in d]
         results[name].update(
-            start50=percentile(started, 0.5) * 1000, start99=percentile(started, 0.99) * 1000,
-            late50=percentile(late, 0.5) * 1000, late99=percentile(late, 0.99) * 1000,
-        )  # fmt: skip
+            start50=percentile(started, 0.5) * 1000,
+            start99=percentile(started, 0.99) * 1000,
+            late50=percentile(late, 0.5) * 1000,
+            late99=percentile(late, 0.99) * 1000,
+        )
         ran, sent = (len(started), len(late)), (plan.probes, plan.delayed)
         if ran != tuple(n * plan.latency_rounds for n in sent):
             print(f"  {name}: only {ran[0]} and {ran[1]} of those jobs ran")
@@ -595,9 +612,11 @@ def main() -> None:
     r = redis.Redis.from_url(url)
     versions = ", ".join(f"{p} {importlib.metadata.version(p)}" for p in ("rq", "huey", "redis"))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"Redis {r.info('server')['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-          f"Django {django.get_version()}; {versions}\n{os.cpu_count()} CPUs, load average "
-          f"{load}; Tasks backend {TASKS_BACKEND}\n")  # fmt: skip
+    print(
+        f"Redis {r.info('server')['redis_version']} at {url}; Python {sys.version.split()[0]}; "
+        f"Django {django.get_version()}; {versions}\n{os.cpu_count()} CPUs, load average "
+        f"{load}; Tasks backend {TASKS_BACKEND}\n"
+    )
     try:
         plan = QUICK if args.quick else FULL
         if args.rounds:

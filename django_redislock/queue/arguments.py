@@ -66,8 +66,13 @@ def job_values(
 ) -> list[Any]:
     """One job's seven values in ENQUEUE's arguments, each checked."""
     stored = encoded(task, args, kwargs)
-    return [job_id, *stored, encoded_meta(meta), checked_priority(priority),
-            due_argument(delay, at)]  # fmt: skip
+    return [
+        job_id,
+        *stored,
+        encoded_meta(meta),
+        checked_priority(priority),
+        due_argument(delay, at),
+    ]
 
 
 def checked_job_id(job_id: Any) -> str:

@@ -35,8 +35,14 @@ def _now_ms() -> int:
 
 def finished(job: Job, result: str, started: int) -> Job:
     """``job`` (its attempt charged) done, with its return value as JSON text."""
-    return dataclasses.replace(job, state=JobState.DONE.value, result=result, started=started,
-                               finished=_now_ms(), lease=None)  # fmt: skip
+    return dataclasses.replace(
+        job,
+        state=JobState.DONE.value,
+        result=result,
+        started=started,
+        finished=_now_ms(),
+        lease=None,
+    )
 
 
 def failed(job: Job, exc: BaseException, trace: str, state: JobState, started: int) -> Job:
@@ -45,9 +51,16 @@ def failed(job: Job, exc: BaseException, trace: str, state: JobState, started: i
     trace = trimmed(trace)
     attempt = AttemptError(message, error_class, trace, job.worker or "")
     return dataclasses.replace(
-        job, state=state.value, error=message, error_class=error_class, traceback=trace,
-        errors=(*job.errors, attempt), started=started, finished=_now_ms(), lease=None,
-    )  # fmt: skip
+        job,
+        state=state.value,
+        error=message,
+        error_class=error_class,
+        traceback=trace,
+        errors=(*job.errors, attempt),
+        started=started,
+        finished=_now_ms(),
+        lease=None,
+    )
 
 
 def run_now(job: Job) -> Job:
@@ -61,8 +74,13 @@ def run_now(job: Job) -> Job:
     try:
         value = run_job(job)
     except Exception as exc:
-        logger.info("Job %s (%s) in %r failed (eager mode): %s", job.id, job.task, job.queue,
-                    type(exc).__name__)  # fmt: skip
+        logger.info(
+            "Job %s (%s) in %r failed (eager mode): %s",
+            job.id,
+            job.task,
+            job.queue,
+            type(exc).__name__,
+        )
         return failed(job, exc, traceback.format_exc(), JobState.DEAD, started)
     return finished(job, value, started)
 
@@ -72,9 +90,17 @@ def eager_job(queue_name: str, made: Made) -> Job:
     job_id, task, args, kwargs, priority, meta = made
     now = _now_ms()
     # Through JSON, as a worker reads them: the task sees lists, not tuples.
-    return Job(job_id, queue_name, task, json.loads(dumps(list(args))),
-               json.loads(dumps(dict(kwargs))), int(priority), score=now, enqueued=now,
-               meta=dict(meta or {}))  # fmt: skip
+    return Job(
+        job_id,
+        queue_name,
+        task,
+        json.loads(dumps(list(args))),
+        json.loads(dumps(dict(kwargs))),
+        int(priority),
+        score=now,
+        enqueued=now,
+        meta=dict(meta or {}),
+    )
 
 
 def run_eagerly(queue_name: str, made: Sequence[Made], commit_alias: str | None) -> list[Job]:

@@ -52,8 +52,17 @@ class WorkerCalls:
         keys, (worker, ttl, *leases) = self.start_args(worker, finished, started)
         # The done set stays last, where POP (as START) finds it.
         keys[-1:-1] = [k for i in candidates for k in (self.keys.job(i), self.keys.corrupt(i))]
-        return keys, [len(candidates), count, lease_ms, worker, self.max_attempts, ttl,
-                      "1" if charge else "0", *leases, *candidates]  # fmt: skip
+        return keys, [
+            len(candidates),
+            count,
+            lease_ms,
+            worker,
+            self.max_attempts,
+            ttl,
+            "1" if charge else "0",
+            *leases,
+            *candidates,
+        ]
 
     def candidates(self, count: int) -> list[str]:
         """The ids a POP of ``count`` jobs would reach (ready, due, expired), read first so
@@ -69,8 +78,12 @@ class WorkerCalls:
             raise ValueError(f"One START or POP takes at most {MAX_BATCH} jobs of each kind.")
         keys = self.keys
         job_keys: list[str] = []
-        args: list[Any] = [worker or "-", max(1, round(self.result_ttl * 1000)), len(finished),
-                           len(started)]  # fmt: skip
+        args: list[Any] = [
+            worker or "-",
+            max(1, round(self.result_ttl * 1000)),
+            len(finished),
+            len(started),
+        ]
         for job, result in finished:
             job_keys += (keys.job(job.id), keys.result(job.id))
             args += (job.id, job.lease or "", result or "")
@@ -91,10 +104,19 @@ class WorkerCalls:
                 i : i + 10
             ]
             attempts = number(attempts)
-            jobs.append(leased_job(text(job_id), name, *decoded(task, args, kwargs),
-                                   priority=number(priority), attempts=attempts,
-                                   score=number(due), enqueued=number(enqueued),
-                                   lease=f"{lease}{attempts}", worker=holder,
-                                   workers=tuple(text(workers).split(",")),
-                                   meta=decoded_meta(meta)))  # fmt: skip
+            jobs.append(
+                leased_job(
+                    text(job_id),
+                    name,
+                    *decoded(task, args, kwargs),
+                    priority=number(priority),
+                    attempts=attempts,
+                    score=number(due),
+                    enqueued=number(enqueued),
+                    lease=f"{lease}{attempts}",
+                    worker=holder,
+                    workers=tuple(text(workers).split(",")),
+                    meta=decoded_meta(meta),
+                )
+            )
         return Fetched(jobs, wait, lost)

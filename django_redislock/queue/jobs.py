@@ -179,11 +179,28 @@ def leased_job(
     for every job a worker fetches."""
     job = object.__new__(Job)
     job.__dict__.update(
-        id=job_id, queue=queue, task=task, args=args, kwargs=kwargs, priority=priority,
-        attempts=attempts, state=_RUNNING, score=score, enqueued=enqueued, started=0,
-        finished=0, lease=lease, worker=worker, workers=workers, error="", error_class="",
-        traceback="", result=None, meta=meta, errors=(),
-    )  # fmt: skip
+        id=job_id,
+        queue=queue,
+        task=task,
+        args=args,
+        kwargs=kwargs,
+        priority=priority,
+        attempts=attempts,
+        state=_RUNNING,
+        score=score,
+        enqueued=enqueued,
+        started=0,
+        finished=0,
+        lease=lease,
+        worker=worker,
+        workers=workers,
+        error="",
+        error_class="",
+        traceback="",
+        result=None,
+        meta=meta,
+        errors=(),
+    )
     return job
 
 
@@ -191,8 +208,9 @@ _RUNNING = JobState.RUNNING.value
 
 
 def not_a_hash(job_id: str, queue: str) -> Job:
-    return Job(job_id, queue, "", state=JobState.UNKNOWN.value,
-               error="The job in Redis is not a hash.")  # fmt: skip
+    return Job(
+        job_id, queue, "", state=JobState.UNKNOWN.value, error="The job in Redis is not a hash."
+    )
 
 
 def from_hash(job_id: str, queue: str, fields: Mapping[str, Any]) -> Job:
@@ -201,21 +219,27 @@ def from_hash(job_id: str, queue: str, fields: Mapping[str, Any]) -> Job:
     def get(name: str) -> str:
         return text(fields.get(name, b""))
 
-    return Job(job_id, queue, *decoded(fields.get(Field.TASK), fields.get(Field.ARGS),
-                                       fields.get(Field.KWARGS)),
-               priority=number(fields.get(Field.PRIORITY)),
-               attempts=number(fields.get(Field.ATTEMPTS)),
-               state=JobState.of_letter(get(Field.STATE)).value,
-               score=number(fields.get(Field.DUE)), enqueued=number(fields.get(Field.ENQUEUED)),
-               started=number(fields.get(Field.STARTED)),
-               finished=number(fields.get(Field.FINISHED)),
-               lease=get(Field.LEASE) or None, worker=get(Field.WORKER) or None,
-               workers=tuple(w for w in get(Field.WORKERS).split(",") if w),
-               error=get(Field.ERROR), error_class=get(Field.ERROR_CLASS),
-               traceback=get(Field.TRACEBACK),
-               result=get(Field.RESULT) if Field.RESULT in fields else None,
-               meta=decoded_meta(fields.get(Field.META)),
-               errors=_attempt_errors(get(Field.ERRORS)))  # fmt: skip
+    return Job(
+        job_id,
+        queue,
+        *decoded(fields.get(Field.TASK), fields.get(Field.ARGS), fields.get(Field.KWARGS)),
+        priority=number(fields.get(Field.PRIORITY)),
+        attempts=number(fields.get(Field.ATTEMPTS)),
+        state=JobState.of_letter(get(Field.STATE)).value,
+        score=number(fields.get(Field.DUE)),
+        enqueued=number(fields.get(Field.ENQUEUED)),
+        started=number(fields.get(Field.STARTED)),
+        finished=number(fields.get(Field.FINISHED)),
+        lease=get(Field.LEASE) or None,
+        worker=get(Field.WORKER) or None,
+        workers=tuple(w for w in get(Field.WORKERS).split(",") if w),
+        error=get(Field.ERROR),
+        error_class=get(Field.ERROR_CLASS),
+        traceback=get(Field.TRACEBACK),
+        result=get(Field.RESULT) if Field.RESULT in fields else None,
+        meta=decoded_meta(fields.get(Field.META)),
+        errors=_attempt_errors(get(Field.ERRORS)),
+    )
 
 
 def _attempt_errors(history: str) -> tuple[AttemptError, ...]:

@@ -23,8 +23,12 @@ from __future__ import annotations
 
 from .jobs import JobState
 
-_SETS: dict[str, str] = {JobState.READY: "ready", JobState.SCHEDULED: "sched",
-                         JobState.RUNNING: "run", JobState.DEAD: "dead"}  # fmt: skip
+_SETS: dict[str, str] = {
+    JobState.READY: "ready",
+    JobState.SCHEDULED: "sched",
+    JobState.RUNNING: "run",
+    JobState.DEAD: "dead",
+}
 
 
 class QueueKeys:

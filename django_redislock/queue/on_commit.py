@@ -107,7 +107,8 @@ def push_at_commit(alias: str, push: Callable[[], T], what: str) -> None:
 
 def described(jobs: list[tuple[str, Any, Any, Any]]) -> str:
     """``jobs`` (id, task, args, kwargs) as the error at commit names them."""
-    shown = "; ".join(f"{job_id} ({task} {args!r} {kwargs!r})"[:200] for job_id, task, args,
-                      kwargs in jobs[:20])  # fmt: skip
+    shown = "; ".join(
+        f"{job_id} ({task} {args!r} {kwargs!r})"[:200] for job_id, task, args, kwargs in jobs[:20]
+    )
     more = f" and {len(jobs) - 20} more" if len(jobs) > 20 else ""
     return f"job{'s' if len(jobs) > 1 else ''} {shown}{more}"

@@ -162,8 +162,9 @@ class Operations:
         """``retry_dead`` of every dead job, ``batch`` per atomic step; returns how many."""
         retried = skipped = 0
         while True:
-            ids = [text(i) for i in self.client.zrange(self.keys.dead, skipped,
-                                                       skipped + batch - 1)]  # fmt: skip
+            ids = [
+                text(i) for i in self.client.zrange(self.keys.dead, skipped, skipped + batch - 1)
+            ]
             done = self.retry_dead(ids)
             retried += done
             skipped += len(ids) - done  # not a hash: it stays dead, and is stepped over
@@ -195,11 +196,20 @@ class Operations:
         beats). Its started attempt is recorded as failed. False when it is no longer
         running under that lease, or looks alive after all."""
         why = "its lease ran out" if lease_ran_out else "its worker is gone"
-        error = (f"Attempt {job.attempts} of {self.max_attempts} ended without an outcome: "
-                 f"{why}; requeued from the admin.")  # fmt: skip
+        error = (
+            f"Attempt {job.attempts} of {self.max_attempts} ended without an outcome: "
+            f"{why}; requeued from the admin."
+        )
         entry = attempt_error(error, "", "", job.worker or "")
-        args = [job.id, job.lease or "", "1" if lease_ran_out else "0", error, entry,
-                round(self.lease * 1000), round(self._silence() * 1000)]  # fmt: skip
+        args = [
+            job.id,
+            job.lease or "",
+            "1" if lease_ran_out else "0",
+            error,
+            entry,
+            round(self.lease * 1000),
+            round(self._silence() * 1000),
+        ]
         return bool(self.run(REQUEUE_RUNNING, [self.keys.job(job.id)], args))
 
     def delete(self, job_id: str) -> bool:

@@ -115,16 +115,18 @@ class Producing:
         if fresh:  # a new id: no job of it is pending
             return self.add_new(values)
         job_keys = (self.keys.job(values[0]), self.keys.corrupt(values[0]))
-        return Enqueued.of(self.run(ENQUEUE, job_keys,
-                                    ("1" if replace else "0", "", 0, "0", *values)))  # fmt: skip
+        return Enqueued.of(
+            self.run(ENQUEUE, job_keys, ("1" if replace else "0", "", 0, "0", *values))
+        )
 
     def add_new(self, values: list[Any], meanwhile: Callable[[], Any] | None = None) -> Enqueued:
         """Add a job of a new id (``new_id``) from its seven checked values (``job_values``):
         one ADD script. Returns ENQUEUE's four values for it. ``meanwhile`` runs while the
         script is on its way to Redis (see ``run_script``)."""
         keys = self.keys
-        now = run_script(self.client, ADD, (*keys.fixed, keys.job_prefix + values[0]), values,
-                         meanwhile)  # fmt: skip
+        now = run_script(
+            self.client, ADD, (*keys.fixed, keys.job_prefix + values[0]), values, meanwhile
+        )
         due = values[6]
         due = due if due > 0 else abs(now) - due
         return Enqueued(1, due, READY if now > 0 else SCHEDULED, abs(now))
@@ -150,8 +152,10 @@ class Producing:
         push = partial(self._push_many, flat, made, fresh, replace, "", 0)
         push_at_commit(alias, push, described([job[:4] for job in made]))
         due = flat[6::7]
-        return [self._made(*job, Enqueued(1, 0, READY if due[i] == 0 else SCHEDULED, 0))
-                for i, job in enumerate(made)]  # fmt: skip
+        return [
+            self._made(*job, Enqueued(1, 0, READY if due[i] == 0 else SCHEDULED, 0))
+            for i, job in enumerate(made)
+        ]
 
     def enqueue_tick(self, entry: str, tick_ms: int, job: Mapping[str, Any]) -> Job | None:
         """Enqueue ``job`` for a SCHEDULE entry's tick, unless that tick (or a later one) was
@@ -179,15 +183,21 @@ class Producing:
                 job_id, fresh = checked_job_id(job_id), "0"
             priority = spec.get("priority", 0)
             meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
-            flat += job_values(job_id, task, args, kwargs, priority, meta, spec.get("delay"),
-                               spec.get("at"))  # fmt: skip
+            flat += job_values(
+                job_id, task, args, kwargs, priority, meta, spec.get("delay"), spec.get("at")
+            )
             made.append(Made(job_id, task, args, kwargs, priority, meta))
         return flat, made, fresh
 
     def _push_many(
-        self, flat: list[Any], made: list[Made], fresh: str, replace: bool, entry: str,
+        self,
+        flat: list[Any],
+        made: list[Made],
+        fresh: str,
+        replace: bool,
+        entry: str,
         tick_ms: int,
-    ) -> list[Job]:  # fmt: skip
+    ) -> list[Job]:
         reply: list[Any] = []
         keys = self.keys
         tick = [keys.tick(entry)] if entry else []
@@ -203,8 +213,9 @@ class Producing:
             if not answer:  # the tick was already claimed
                 return []
             reply += answer
-        return [self._made(*job, Enqueued.of(reply[4 * i : 4 * i + 4]))
-                for i, job in enumerate(made)]  # fmt: skip
+        return [
+            self._made(*job, Enqueued.of(reply[4 * i : 4 * i + 4])) for i, job in enumerate(made)
+        ]
 
     def _made(
         self,
@@ -218,5 +229,15 @@ class Producing:
     ) -> Job:
         """The Job enqueued, from ENQUEUE's four values for it."""
         state, score, enqueued = reply.placed()
-        return Job(job_id, self.name, task, list(args), dict(kwargs), priority, state=state,
-                   score=score, enqueued=enqueued, meta=dict(meta or {}))  # fmt: skip
+        return Job(
+            job_id,
+            self.name,
+            task,
+            list(args),
+            dict(kwargs),
+            priority,
+            state=state,
+            score=score,
+            enqueued=enqueued,
+            meta=dict(meta or {}),
+        )

@@ -116,8 +116,9 @@ class Queue(Producing, WorkerCalls, Operations):
             # Every fetch sweeps due and expired jobs, its first POP at least.
             candidates = self.candidates(take) if take or first else []
             first = False
-            keys, args = self.fetch_args(take, lease, worker, finished[:MAX_BATCH],
-                                         started[:MAX_BATCH], charge, candidates)  # fmt: skip
+            keys, args = self.fetch_args(
+                take, lease, worker, finished[:MAX_BATCH], started[:MAX_BATCH], charge, candidates
+            )
             found, wait, gone = self.fetched(self.run(POP, keys, args), worker)
             finished, started = finished[MAX_BATCH:], started[MAX_BATCH:]
             jobs += found
@@ -169,8 +170,16 @@ class Queue(Producing, WorkerCalls, Operations):
     ) -> bool:
         traceback = trimmed(traceback)
         entry = attempt_error(error, error_class, traceback, job.worker or "")
-        args = (job.id, job.lease or "", delay_ms, error, traceback, error_class, entry,
-                job.worker or "-")  # fmt: skip
+        args = (
+            job.id,
+            job.lease or "",
+            delay_ms,
+            error,
+            traceback,
+            error_class,
+            entry,
+            job.worker or "-",
+        )
         return bool(self.run(SETTLE, [self.keys.job(job.id)], args))
 
     def renew(self, jobs: Sequence[Job], lease: float | None = None) -> list[str]:

@@ -28,8 +28,9 @@ def checked_time_limit(value: Any, name: str = "time_limit") -> float | None:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}.")
     if not 0 < value <= MAX_TIME_LIMIT:  # NaN fails too
-        raise ValueError(f"{name} must be > 0 and at most {MAX_TIME_LIMIT:.0f} s (a year), "
-                         f"not {value!r}.")  # fmt: skip
+        raise ValueError(
+            f"{name} must be > 0 and at most {MAX_TIME_LIMIT:.0f} s (a year), not {value!r}."
+        )
     return float(value)
 
 
@@ -50,9 +51,12 @@ def with_time_limit(meta: Any, time_limit: Any) -> Any:
 def queue_time_limits(queues: Sequence[Named]) -> dict[str, float | None]:
     """Each queue's ``TIME_LIMIT``, checked (ValueError or TypeError naming the setting)."""
     options = conf.QUEUES
-    return {q.name: checked_time_limit(options[q.name].get("TIME_LIMIT"),
-                                       f"REDISLOCK['QUEUES'][{q.name!r}]['TIME_LIMIT']")
-            for q in queues}  # fmt: skip
+    return {
+        q.name: checked_time_limit(
+            options[q.name].get("TIME_LIMIT"), f"REDISLOCK['QUEUES'][{q.name!r}]['TIME_LIMIT']"
+        )
+        for q in queues
+    }
 
 
 def queue_graces(queues: Sequence[Named]) -> dict[str, float]:

@@ -103,9 +103,13 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         # (``traced``: inside the enqueue span, whose context the job's meta carries)
         raw, client = user_settings(), get_redis()
         kept = self._prepared.get(id(task))
-        if (kept is None or kept[0] is not task or kept[2] is not client
-                or (kept[1] is not raw and kept[1] != raw)
-                or kept[3] != self._capabilities()):  # fmt: skip
+        if (
+            kept is None
+            or kept[0] is not task
+            or kept[2] is not client
+            or (kept[1] is not raw and kept[1] != raw)
+            or kept[3] != self._capabilities()
+        ):
             kept = self._prepare(task, raw, client)
         path, queue, meta, due = kept[4:]
         if traced:
@@ -119,8 +123,11 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         if queue.on_commit and (alias := commit_alias(None)) is not None:
             # inside transaction.atomic(): pushed when it commits
             result = new_result(task, job_id, args, kwargs, self.alias)
-            push_at_commit(alias, lambda: self._stamped(result, queue.add_new(values)),
-                           described([(job_id, path, args, kwargs)]))  # fmt: skip
+            push_at_commit(
+                alias,
+                lambda: self._stamped(result, queue.add_new(values)),
+                described([(job_id, path, args, kwargs)]),
+            )
             return result
         made: list[Any] = []
         sender = type(self)
@@ -182,8 +189,16 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             meta["run_after"] = run_after.isoformat()
             if django_timezone.is_naive(run_after):
                 run_after = django_timezone.make_aware(run_after)
-        kept = (task, raw, client, self._capabilities(), path, queue, encoded_meta(meta),
-                due_argument(None, run_after))  # fmt: skip
+        kept = (
+            task,
+            raw,
+            client,
+            self._capabilities(),
+            path,
+            queue,
+            encoded_meta(meta),
+            due_argument(None, run_after),
+        )
         if task.run_after is None:  # (run_after: validated each time, see validate_task)
             if len(self._prepared) >= 1000:
                 self._prepared.clear()
@@ -209,8 +224,12 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
                 raise InvalidTask(NOT_A_TASK)
             task = restored(resolve_task(job.task), job, self.alias)
         except InvalidTask as exc:  # a job the worker refuses: its result all the same
-            task = self.task_class(func=stand_in(job.task, str(exc)), priority=job.priority,
-                                   backend=self.alias, queue_name=job.queue)  # fmt: skip
+            task = self.task_class(
+                func=stand_in(job.task, str(exc)),
+                priority=job.priority,
+                backend=self.alias,
+                queue_name=job.queue,
+            )
         return task_result(job, task, task.backend)
 
     def check(self, **kwargs: Any) -> Iterable[CheckMessage]:

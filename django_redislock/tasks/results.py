@@ -28,8 +28,9 @@ try:
     framework_backends: Any = import_module(f"{FRAMEWORK}.backends.base")
     signals: Any = import_module(f"{FRAMEWORK}.signals")
     _exceptions: Any = import_module(f"{FRAMEWORK}.exceptions")
-    _json: Any = import_module("django.utils.json" if FRAMEWORK == "django.tasks" else
-                               "django_tasks.utils")  # fmt: skip
+    _json: Any = import_module(
+        "django.utils.json" if FRAMEWORK == "django.tasks" else "django_tasks.utils"
+    )
 except ImportError as exc:  # Django 5.2 without the backport
     raise ImproperlyConfigured(
         "The django-redislock job queue runs Django Tasks; on Django 5.2 install the "
@@ -117,8 +118,13 @@ def _errors(job: Job) -> list[Any]:
     errors = job.errors
     if not errors and job.error:  # buried before any attempt ran, or stored without history
         errors = (AttemptError(job.error, job.error_class, job.traceback),)
-    return [TaskError(exception_class_path=error.error_class or "builtins.Exception",
-                      traceback=error.traceback or error.error) for error in errors]  # fmt: skip
+    return [
+        TaskError(
+            exception_class_path=error.error_class or "builtins.Exception",
+            traceback=error.traceback or error.error,
+        )
+        for error in errors
+    ]
 
 
 def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
@@ -143,32 +149,71 @@ def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
         except ValueError as exc:  # damaged in Redis: the value is lost, say so
             object.__setattr__(result, "status", TaskResultStatus.FAILED)
             result.errors.append(
-                TaskError(exception_class_path="builtins.ValueError",
-                          traceback=f"The return value kept in Redis is not JSON ({exc}).")
-            )  # fmt: skip
+                TaskError(
+                    exception_class_path="builtins.ValueError",
+                    traceback=f"The return value kept in Redis is not JSON ({exc}).",
+                )
+            )
     return result
 
 
 # A new job's result is built field by field: the dataclass's own __init__ would normalise
 # args and kwargs once more (``arguments`` did), a third of an enqueue's Python. Only while
 # the framework's TaskResult has exactly these fields; else through __init__.
-_NEW_RESULT = ("task", "id", "status", "enqueued_at", "started_at", "finished_at",
-               "last_attempted_at", "args", "kwargs", "backend", "errors", "worker_ids",
-               "_return_value")  # fmt: skip
+_NEW_RESULT = (
+    "task",
+    "id",
+    "status",
+    "enqueued_at",
+    "started_at",
+    "finished_at",
+    "last_attempted_at",
+    "args",
+    "kwargs",
+    "backend",
+    "errors",
+    "worker_ids",
+    "_return_value",
+)
 _FIELD_BY_FIELD = tuple(field.name for field in dataclasses.fields(TaskResult)) == _NEW_RESULT
 
 
-def new_result(task: Any, job_id: str, args: list[Any], kwargs: dict[str, Any],
-               backend: str) -> Any:  # fmt: skip
+def new_result(
+    task: Any, job_id: str, args: list[Any], kwargs: dict[str, Any], backend: str
+) -> Any:
     """The READY ``TaskResult`` of a job being enqueued, ``enqueued_at`` None until Redis
     says; ``args`` and ``kwargs`` as ``arguments`` gave them."""
     if not _FIELD_BY_FIELD:
-        return TaskResult(task=task, id=job_id, status=TaskResultStatus.READY, enqueued_at=None,
-                          started_at=None, finished_at=None, last_attempted_at=None, args=args,
-                          kwargs=kwargs, backend=backend, errors=[], worker_ids=[])  # fmt: skip
+        return TaskResult(
+            task=task,
+            id=job_id,
+            status=TaskResultStatus.READY,
+            enqueued_at=None,
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=args,
+            kwargs=kwargs,
+            backend=backend,
+            errors=[],
+            worker_ids=[],
+        )
     result = object.__new__(TaskResult)
-    values: tuple[Any, ...] = (task, job_id, TaskResultStatus.READY, None, None, None, None,
-                               args, kwargs, backend, [], [], None)  # fmt: skip
+    values: tuple[Any, ...] = (
+        task,
+        job_id,
+        TaskResultStatus.READY,
+        None,
+        None,
+        None,
+        None,
+        args,
+        kwargs,
+        backend,
+        [],
+        [],
+        None,
+    )
     for name, value in zip(_NEW_RESULT, values, strict=True):
         object.__setattr__(result, name, value)
     return result

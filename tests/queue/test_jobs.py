@@ -121,8 +121,16 @@ def test_new_ids_are_unique_across_threads_and_forked_children() -> None:
 
 
 def test_leased_job_is_the_job_its_fields_make() -> None:
-    values: dict[str, Any] = dict(priority=3, attempts=2, score=5, enqueued=4, lease="w#2",
-                                  worker="w", workers=("v", "w"), meta={"m": 1})  # fmt: skip
+    values: dict[str, Any] = dict(
+        priority=3,
+        attempts=2,
+        score=5,
+        enqueued=4,
+        lease="w#2",
+        worker="w",
+        workers=("v", "w"),
+        meta={"m": 1},
+    )
     made = leased_job("id", "q", "t.f", [1], {"k": 2}, **values)
     expected = Job("id", "q", "t.f", [1], {"k": 2}, state=JobState.RUNNING.value, **values)
     assert made == expected
@@ -132,19 +140,35 @@ def test_leased_job_is_the_job_its_fields_make() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(b"12", 12), ("42", 42), (b"-3", -3), (b" 7 ", 7), (b"1.5", 1), (b"1e3", 1000),
-     (b"", 0), (None, 0), (b"x", 0), (5, 5),
-     (b"12345678901234567890", 12345678901234567168)],  # through a float, as it always was
-)  # fmt: skip
+    [
+        (b"12", 12),
+        ("42", 42),
+        (b"-3", -3),
+        (b" 7 ", 7),
+        (b"1.5", 1),
+        (b"1e3", 1000),
+        (b"", 0),
+        (None, 0),
+        (b"x", 0),
+        (5, 5),
+        (b"12345678901234567890", 12345678901234567168),
+    ],  # through a float, as it always was
+)
 def test_number_reads_as_int_of_float_would(value: Any, expected: int) -> None:
     assert number(value) == expected
 
 
 @pytest.mark.parametrize(
     ("args", "kwargs", "expected"),
-    [(b"[1,2]", b"", ("t", [1, 2], {})), (b" [1] ", b'{"a":1}', ("t", [1], {"a": 1})),
-     (b"[1] x", b"", ("", [], {})), (b"[", b"", ("", [], {})), ("[1]", "", ("t", [1], {})),
-     ('["\u00e9"]'.encode(), b"", ("t", ["\u00e9"], {})), (b"{}", b"", ("", [], {}))],
-)  # fmt: skip
+    [
+        (b"[1,2]", b"", ("t", [1, 2], {})),
+        (b" [1] ", b'{"a":1}', ("t", [1], {"a": 1})),
+        (b"[1] x", b"", ("", [], {})),
+        (b"[", b"", ("", [], {})),
+        ("[1]", "", ("t", [1], {})),
+        ('["\u00e9"]'.encode(), b"", ("t", ["\u00e9"], {})),
+        (b"{}", b"", ("", [], {})),
+    ],
+)
 def test_decoded_reads_json_as_json_loads_would(args: Any, kwargs: Any, expected: Any) -> None:
     assert decoded(b"t", args, kwargs) == expected

@@ -43,8 +43,13 @@ def test_sends_to_the_receivers_of_its_sender_in_order_and_follows_connects() ->
     sending.send(value=3)
     signal.disconnect(first)
     sending.send(value=4)
-    assert seen == [("first", Sender, 1), ("first", Sender, 2), ("first", Sender, 3),
-                    ("second", Sender, 3), ("second", Sender, 4)]  # fmt: skip
+    assert seen == [
+        ("first", Sender, 1),
+        ("first", Sender, 2),
+        ("first", Sender, 3),
+        ("second", Sender, 3),
+        ("second", Sender, 4),
+    ]
 
 
 def test_a_receiver_disconnected_and_another_connected_in_its_place_is_seen() -> None:

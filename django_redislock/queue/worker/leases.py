@@ -79,8 +79,12 @@ class Leases:
         self.channels = {q: Channel(q, worker_id, self._warn_lost, self._unfinish) for q in queues}
         single = one_at_a_time and len(self.queues) == 1
         self.flight = self.channels[self.queues[0]] if single else None
-        self.renewal = Renewal(self.queues, self.renewable, self.still_running,
-                               lambda queue, job_id: self.on_cancel(queue, job_id))  # fmt: skip
+        self.renewal = Renewal(
+            self.queues,
+            self.renewable,
+            self.still_running,
+            lambda queue, job_id: self.on_cancel(queue, job_id),
+        )
         self.next_renewal = 0.0
         keeping = periodic(TEND, self._keep, "Worker housekeeping")
         self.keeper = Background("redislock-keeper", keeping, daemon=True)
@@ -157,8 +161,9 @@ class Leases:
             with self.held:
                 finished = self.finished.pop(queue, [])
             try:
-                jobs, wait, lost = queue.fetch(free - started, worker=self.worker_id,
-                                               finished=finished)  # fmt: skip
+                jobs, wait, lost = queue.fetch(
+                    free - started, worker=self.worker_id, finished=finished
+                )
             except BaseException:
                 self._unfinish(queue, finished)
                 raise

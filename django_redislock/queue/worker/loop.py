@@ -108,14 +108,14 @@ class Worker:
         lease = min(q.lease for q in self.queues)
         beat = min(5.0, lease / 3)
         inline = concurrency == 1
-        self.leases = Leases(self.queues, self.id, one_at_a_time=inline, renew_every=beat,
-                             stopping=self.stopping)  # fmt: skip
+        self.leases = Leases(
+            self.queues, self.id, one_at_a_time=inline, renew_every=beat, stopping=self.stopping
+        )
         # A job still running its queue's TIME_LIMIT_GRACE after its limit or its cancel:
         # its lease lapses; in process mode (hard_stop), this process ends, and the
         # supervisor replaces it.
         overdue = self._hard_stop if hard_stop else self.leases.stop_renewing
-        self.limits = TimeLimits(queue_time_limits(self.queues), overdue,
-                                 queue_graces(self.queues))  # fmt: skip
+        self.limits = TimeLimits(queue_time_limits(self.queues), overdue, queue_graces(self.queues))
         self.leases.on_cancel = self.limits.cancel  # queue.cancel() of a running job
         self.runner = Runner(self.leases, patience=lease, inline=inline, limits=self.limits)
         self.waiter = Waiter(self.client, [queue.keys.wake for queue in self.queues])
@@ -134,20 +134,27 @@ class Worker:
     def describe(self) -> dict[str, Any]:
         """The worker as its registry entry shows it."""
         return {
-            "id": self.id, "host": socket.gethostname(), "pid": os.getpid(),
-            "queues": [q.name for q in self.queues], "started": self.started_at,
-            "jobs": self.leases.running_ids(), "processed": self.processed,
-            "failed": self.failed, "concurrency": self.concurrency,
-        }  # fmt: skip
+            "id": self.id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "queues": [q.name for q in self.queues],
+            "started": self.started_at,
+            "jobs": self.leases.running_ids(),
+            "processed": self.processed,
+            "failed": self.failed,
+            "concurrency": self.concurrency,
+        }
 
     def _hard_stop(self, queue: Queue, job: Job) -> None:
         """Stop ``job`` for sure (process mode): record its attempt as failed (a cancelled
         one ends dead as such), then end this process; the supervisor starts another. The
         other jobs running here run again when their leases run out."""
         grace = self.limits.graces.get(queue.name, 0.0)
-        message = (f"Job {job.id} ({job.task}) in {queue.name!r} was stopped for sure: its "
-                   f"worker process {os.getpid()} was ended {grace:g} s after its time limit "
-                   "or its cancel, which it did not heed.")  # fmt: skip
+        message = (
+            f"Job {job.id} ({job.task}) in {queue.name!r} was stopped for sure: its "
+            f"worker process {os.getpid()} was ended {grace:g} s after its time limit "
+            "or its cancel, which it did not heed."
+        )
         logger.error("%s", message)
         try:
             queue.fail(job, JobTimeLimitExceeded(message))
@@ -176,8 +183,9 @@ class Worker:
             self.leases.start()
             self.limits.start()
             if self.scheduler is not None:
-                scheduling = Background("redislock-schedule", self.scheduler.run,
-                                        stopped=self.stopping)  # fmt: skip
+                scheduling = Background(
+                    "redislock-schedule", self.scheduler.run, stopped=self.stopping
+                )
                 scheduling.start()
             if self.concurrency == 1:
                 self._work_inline()
@@ -284,13 +292,17 @@ class Worker:
                 # Written straight to stdout, taking no lock: logging's or the stream's may
                 # be held by the very thread this handler interrupted, or by a job's thread.
                 with contextlib.suppress(OSError):
-                    os.write(1, b"Forced: exiting now; the jobs it held run again once their "
-                                b"leases run out.\n")  # fmt: skip
+                    os.write(
+                        1,
+                        b"Forced: exiting now; the jobs it held run again once their "
+                        b"leases run out.\n",
+                    )
                 os._exit(128 + signum)
             running = self.leases.running_count()
             if interactive:
-                logger.warning("Stopping: finishing %d running job(s); Ctrl-C again to "
-                               "force.", running)  # fmt: skip
+                logger.warning(
+                    "Stopping: finishing %d running job(s); Ctrl-C again to force.", running
+                )
             else:  # its parent says how to force
                 logger.info("Stopping: finishing %d running job(s).", running)
             self.stop()

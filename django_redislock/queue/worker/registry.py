@@ -52,8 +52,7 @@ class Heartbeat:
         now = time.time()
         ttl_ms = max(1000, round(self.every * 3000))
         pipe = self.client.pipeline(transaction=False)
-        pipe.set(entry_key(self.worker_id), json.dumps({**self.describe(), "beat": now}),
-                 px=ttl_ms)  # fmt: skip
+        pipe.set(entry_key(self.worker_id), json.dumps({**self.describe(), "beat": now}), px=ttl_ms)
         pipe.zadd(registry_key(), {self.worker_id: now * 1000 + ttl_ms})
         pipe.zremrangebyscore(registry_key(), "-inf", now * 1000)
         try:

@@ -85,8 +85,9 @@ class Runner:
             # buried as such by Redis, whatever is recorded here
             how = "cancelled" if isinstance(exc, JobCancelled) else "failed"
             why = error_text(exc)[0].rstrip(".")  # "Class: text", even when str(exc) fails
-            self.log.warning("%s %s in %s: %s; %s", line, how, took(ran), why,
-                             self._next(queue, job, exc))  # fmt: skip
+            self.log.warning(
+                "%s %s in %s: %s; %s", line, how, took(ran), why, self._next(queue, job, exc)
+            )
             record = queue.fail
         self._settle(queue, lambda: record(job, exc, trace))
         self.failed += 1
@@ -98,8 +99,10 @@ class Runner:
             return "dead"
         if job.attempts >= queue.max_attempts:
             return f"dead after {job.attempts} attempt(s)"
-        return (f"attempt {job.attempts} of {queue.max_attempts}, runs again in "
-                f"{took(queue.backoff(job))}")  # fmt: skip
+        return (
+            f"attempt {job.attempts} of {queue.max_attempts}, runs again in "
+            f"{took(queue.backoff(job))}"
+        )
 
     def _settle(self, queue: Queue, action: Callable[[], bool]) -> None:
         """Record a job's outcome, retrying while Redis is away (up to ``patience``), after

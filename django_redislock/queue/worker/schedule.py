@@ -109,8 +109,12 @@ class Entry:
         return _cron(self.cron, base).get_next(datetime).timestamp()  # type: ignore[no-any-return]
 
     def job(self) -> dict[str, Any]:
-        return {"task": self.task, "args": self.args, "kwargs": self.kwargs,
-                "priority": self.priority}  # fmt: skip
+        return {
+            "task": self.task,
+            "args": self.args,
+            "kwargs": self.kwargs,
+            "priority": self.priority,
+        }
 
 
 def _seconds(every: Any) -> float:
@@ -186,8 +190,12 @@ class Scheduler:
         failure = (entry.latest(now), f"{type(exc).__name__}: {exc}")
         if self._failed.get(entry.name) != failure:
             self._failed[entry.name] = failure
-            logger.error("Schedule entry %r failed (the others still run): %s", entry.name,
-                         failure[1], exc_info=exc)  # fmt: skip
+            logger.error(
+                "Schedule entry %r failed (the others still run): %s",
+                entry.name,
+                failure[1],
+                exc_info=exc,
+            )
 
     def _run_entry(self, entry: Entry, now: float) -> None:
         queue = get_queue(entry.queue, self.using)
@@ -213,13 +221,20 @@ class Scheduler:
             job = queue.enqueue_tick(
                 entry.name,
                 tick_ms,
-                {**entry.job(), "job_id": f"schedule:{entry.name}:{tick_ms}",
-                 "at": datetime.fromtimestamp(tick, tz=dt_timezone.utc)},
-            )  # fmt: skip
+                {
+                    **entry.job(),
+                    "job_id": f"schedule:{entry.name}:{tick_ms}",
+                    "at": datetime.fromtimestamp(tick, tz=dt_timezone.utc),
+                },
+            )
             if job is not None:
                 self.enqueued += 1
-                logger.info("Scheduled %s: enqueued %s for %s.", entry.name, job.id,
-                            datetime.fromtimestamp(tick, tz=dt_timezone.utc))  # fmt: skip
+                logger.info(
+                    "Scheduled %s: enqueued %s for %s.",
+                    entry.name,
+                    job.id,
+                    datetime.fromtimestamp(tick, tz=dt_timezone.utc),
+                )
 
     def run(self, stopping: threading.Event) -> None:
         """Run until ``stopping`` is set, waking at each tick."""

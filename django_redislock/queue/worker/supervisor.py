@@ -157,17 +157,22 @@ class Supervisor:
                 logger.info("Worker process %d finished (burst).", pid)
                 continue
             if code == HARD_STOPPED:
-                logger.warning("Worker process %d ended itself to stop a job for sure; "
-                               "starting another.", pid)  # fmt: skip
+                logger.warning(
+                    "Worker process %d ended itself to stop a job for sure; starting another.", pid
+                )
                 self._pause = 0.0
             elif code in (0, RECYCLE) or child.recycling:
                 logger.info("Worker process %d recycled; starting another.", pid)
                 self._pause = 0.0
             else:
                 how = f"signal {-code}" if code < 0 else f"status {code}"
-                logger.warning("Worker process %d died (%s) after %.1f s; starting another "
-                               "(its jobs run again when their leases run out).", pid, how,
-                               lived)  # fmt: skip
+                logger.warning(
+                    "Worker process %d died (%s) after %.1f s; starting another "
+                    "(its jobs run again when their leases run out).",
+                    pid,
+                    how,
+                    lived,
+                )
                 quick = lived < QUICK_DEATH
                 self._pause = min(max(self._pause * 2, 0.5), MAX_PAUSE) if quick else 0.0
             self._start(child.index)
@@ -180,9 +185,13 @@ class Supervisor:
         for child in list(self.children.values()):
             used = resident_mb(child.pid)
             if used is not None and used > (self.max_memory or 0) and not child.recycling:
-                logger.warning("Worker process %d uses %.0f MB (over %s MB): recycling it "
-                               "once its running jobs finish.", child.pid, used,
-                               self.max_memory)  # fmt: skip
+                logger.warning(
+                    "Worker process %d uses %.0f MB (over %s MB): recycling it "
+                    "once its running jobs finish.",
+                    child.pid,
+                    used,
+                    self.max_memory,
+                )
                 child.recycling = True
                 self._kill(child.pid, signal.SIGTERM)
 
@@ -191,12 +200,15 @@ class Supervisor:
     def _install_signals(self) -> None:
         def on_signal(signum: int, frame: Any) -> None:
             if self.stopping.is_set():
-                logger.warning("Forced: killing the worker processes now; the jobs they held "
-                               "run again once their leases run out.")  # fmt: skip
+                logger.warning(
+                    "Forced: killing the worker processes now; the jobs they held "
+                    "run again once their leases run out."
+                )
                 self.killing = True
                 return
-            logger.warning("Stopping: each worker process finishes its running jobs; Ctrl-C "
-                           "again to force.")  # fmt: skip
+            logger.warning(
+                "Stopping: each worker process finishes its running jobs; Ctrl-C again to force."
+            )
             self.stopping.set()
             self._signal_all(signal.SIGTERM)
 

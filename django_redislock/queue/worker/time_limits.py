@@ -83,8 +83,10 @@ class Watch:
         self.kind: type[BaseException] = JobTimeLimitExceeded  # what fire() raised
 
     def message(self) -> str:
-        return (f"Job {self.job.id} ({self.job.task}) in {self.queue.name!r} ran past its "
-                f"time limit of {self.seconds:g} s.")  # fmt: skip
+        return (
+            f"Job {self.job.id} ({self.job.task}) in {self.queue.name!r} ran past its "
+            f"time limit of {self.seconds:g} s."
+        )
 
     def call(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """``func(*args, **kwargs)`` under the limit; raises JobTimeLimitExceeded when the
@@ -152,9 +154,11 @@ class Watch:
         in the job, now saying which job, or a new one (the job swallowed it, or raised
         another)."""
         kind = self.kind
-        message = self.message() if kind is JobTimeLimitExceeded else (
-            f"Job {self.job.id} ({self.job.task}) in {self.queue.name!r} was cancelled."
-        )  # fmt: skip
+        message = (
+            self.message()
+            if kind is JobTimeLimitExceeded
+            else (f"Job {self.job.id} ({self.job.task}) in {self.queue.name!r} was cancelled.")
+        )
         if isinstance(exc, kind):
             exc.args = (message,)
             raise exc
@@ -172,8 +176,11 @@ class Watch:
             elif _set_async_exc is not None:
                 _set_async_exc(self.thread_id, kind)
             else:
-                logger.warning("Job %s was to be stopped (%s); only CPython can interrupt "
-                               "it.", self.job.id, kind.__name__)  # fmt: skip
+                logger.warning(
+                    "Job %s was to be stopped (%s); only CPython can interrupt it.",
+                    self.job.id,
+                    kind.__name__,
+                )
         except RuntimeError:  # an async job's loop closed: the job ended meanwhile
             pass
         finally:
@@ -200,8 +207,7 @@ class TimeLimits:
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self.stopped = threading.Event()
-        self.thread = Background("redislock-limits", self._watch, stopped=self.stopped,
-                                 daemon=True)  # fmt: skip
+        self.thread = Background("redislock-limits", self._watch, stopped=self.stopped, daemon=True)
 
     def start(self) -> None:
         self.thread.start()
@@ -223,11 +229,15 @@ class TimeLimits:
         """Raise ``JobCancelled`` in the running job ``job_id`` of ``queue`` (asked to stop
         by ``queue.cancel``); False when it is not running here."""
         with self.changed:
-            found = [w for w in self.watches.values()
-                     if w.job.id == job_id and w.queue.name == queue.name]  # fmt: skip
+            found = [
+                w
+                for w in self.watches.values()
+                if w.job.id == job_id and w.queue.name == queue.name
+            ]
         for watch in found:
-            logger.info("Job %s (%s) in %r was cancelled: stopping it.", job_id,
-                        watch.job.task, queue.name)  # fmt: skip
+            logger.info(
+                "Job %s (%s) in %r was cancelled: stopping it.", job_id, watch.job.task, queue.name
+            )
             watch.fire(JobCancelled)
         return bool(found)
 
@@ -284,8 +294,11 @@ class TimeLimits:
             "Job %s (%s) in %r is still running %g s after its %s: it ignores %s, or is "
             "blocked in C code. Its lease is no longer renewed (it will be delivered again "
             "when the lease runs out); in process mode its worker process is ended.",
-            watch.job.id, watch.job.task, watch.queue.name, watch.grace,
+            watch.job.id,
+            watch.job.task,
+            watch.queue.name,
+            watch.grace,
             "time limit" if watch.kind is JobTimeLimitExceeded else "cancel",
             watch.kind.__name__,
-        )  # fmt: skip
+        )
         self.overdue(watch.queue, watch.job)
