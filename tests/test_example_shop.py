@@ -53,10 +53,10 @@ class StockWatch:
 def test_guarded_flash_sale_sells_exactly_the_stock(shop: Server) -> None:
     product = Product.objects.create(name="sale", stock=100)
     watch = StockWatch(product)
-    run = hammer(shop.port, f"/products/{product.pk}/buy/", buyers=8, attempts=250)
+    run = hammer(shop.port, f"/products/{product.pk}/buy/", buyers=8, attempts=100)
     lowest = watch.stop()
     product.refresh_from_db()
-    assert run.requests == 2000
+    assert run.requests == 800
     assert set(run.statuses) <= {201, 409, 410}, run.statuses
     assert run.statuses[201] == 100
     assert Order.objects.filter(product=product).count() == 100
@@ -68,10 +68,10 @@ def test_reserved_flash_sale_sells_exactly_the_stock_without_busy_answers(shop: 
     product = Product.objects.create(name="sale")
     product.put_on_sale(100)
     watch = StockWatch(product)
-    run = hammer(shop.port, f"/products/{product.pk}/buy-reserved/", buyers=8, attempts=250)
+    run = hammer(shop.port, f"/products/{product.pk}/buy-reserved/", buyers=8, attempts=100)
     lowest = watch.stop()
     product.refresh_from_db()
-    assert run.statuses == {201: 100, 410: 1900}  # no "busy": nobody waits for a lock
+    assert run.statuses == {201: 100, 410: 700}  # no "busy": nobody waits for a lock
     orders = Order.objects.filter(product=product)
     assert orders.count() == 100
     assert len({order.reservation for order in orders}) == 100

@@ -29,7 +29,7 @@ from tests.support.fixtures import Backend
 
 pytestmark = pytest.mark.django_db
 
-NAMES = {"fakeredis": 1_000, "redis": 10_000, "cluster": 2_000}
+NAMES = {"fakeredis": 300, "redis": 10_000, "cluster": 1_000}
 FENCE_KEEP_MS = 60_000
 
 
