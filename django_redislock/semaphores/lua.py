@@ -106,21 +106,22 @@ local function next_fitting(k, free, now, fair)
   return nil
 end
 
--- Gives the permits of up to ``free`` to waiters (see ``next_fitting``); the caller tok,
--- when met, gets its fence in out[1], every other one is woken: its wake-up "<permit>|0"
--- goes to the end of the wake-up list, which then lives at least as long as its permits.
--- Returns how many permits it gave.
-local function hand_off(k, name, now, free, out, tok, fair)
+-- Gives the permits of up to ``free`` to waiters (see ``next_fitting``); ``held``: how many
+-- permits are held (at most; 0 only when none is live). The caller tok, when met, gets its
+-- fence in out[1], every other one is woken: its wake-up "<permit>|0" goes to the end of the
+-- wake-up list, which then lives at least as long as its permits. Returns how many permits
+-- it gave.
+local function hand_off(k, name, now, free, out, tok, fair, held)
   local given = 0
   while given < free do
     local head, ttl, fencing, owner = next_fitting(k, free - given, now, fair)
     if not head then break end
-    local f = grant(k, head, ttl, fencing, owner, name, now, false)
+    local f = grant(k, head, ttl, fencing, owner, name, now, held + given == 0)
     if head == tok then
       out[1] = tonumber(f)
-    else
-      redis.call('RPUSH', k[6], head .. f .. '|' .. owner .. '|0')
-      if redis.call('PTTL', k[6]) < tonumber(ttl) then redis.call('PEXPIRE', k[6], ttl) end
+    elseif redis.call('RPUSH', k[6], head .. f .. '|' .. owner .. '|0') == 1
+        or redis.call('PTTL', k[6]) < tonumber(ttl) then
+      redis.call('PEXPIRE', k[6], ttl)  -- a new list has no TTL yet
     end
     given = given + wanted(head)
   end

@@ -76,7 +76,7 @@ if ARGV[9] == '1' then
   end
 end
 if free > 0 and fair then  -- the oldest waiters first, this one if queued
-  local handed = hand_off(KEYS, name, now, free, out, tok, true)
+  local handed = hand_off(KEYS, name, now, free, out, tok, true, count)
   free = free - handed
   count = count + handed
 end
@@ -87,7 +87,7 @@ if out[1] < 0 and free >= want and may then
   free = free - want
   -- Permits that expired (found so when the semaphore looked full) go on to the waiters,
   -- who need not wait for their re-check.
-  if full and free > 0 then hand_off(KEYS, name, now, free, out, tok, fair) end
+  if full and free > 0 then hand_off(KEYS, name, now, free, out, tok, fair, count + want) end
 end
 if out[1] >= 0 then
   if ARGV[9] == '1' then
@@ -119,7 +119,7 @@ RELEASE = lua_script(
 local permit, name, fair = ARGV[1], ARGV[2], ARGV[4] == '1'
 local now = clock_ms()
 local freed = 1
-local free
+local free, held
 if permit ~= '' then
   local expiry = tonumber(redis.call('ZSCORE', KEYS[1], permit))
   if not expiry or expiry <= now then return 0 end  -- lapsed: never freed by its holder
@@ -131,15 +131,16 @@ if permit ~= '' then
     forget_if_idle(KEYS, name, now)
     return freed
   end
-  free = tonumber(ARGV[3]) - live(KEYS[1], now)  -- what waiters may get
+  held = live(KEYS[1], now)
+  free = tonumber(ARGV[3]) - held  -- what waiters may get
 else
-  free = live(KEYS[1], now)
+  free, held = live(KEYS[1], now), 0
   if free == 0 then freed = 0 end
   redis.call('DEL', KEYS[1])
   redis.call('DEL', KEYS[6])  -- wake-ups not popped yet announce permits now gone
 end
-if free > 0 then hand_off(KEYS, name, now, free, {-1}, '', fair) end
-forget_if_idle(KEYS, name, now)
+if free > 0 then held = held + hand_off(KEYS, name, now, free, {-1}, '', fair, held) end
+if held == 0 then redis.call('ZREM', KEYS[5], name) end  -- no live permit left
 return freed
 """,
 )
