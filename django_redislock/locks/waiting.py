@@ -4,9 +4,10 @@ its jittered fallback delay) runs out, and leaves the queue at its deadline. The
 (lock or semaphore) supplies the list, the reading of a wake-up, the re-check, the give-up
 and the release of a late hand-off.
 
-A lock's waiters share one list: a wake-up popped by another waiter than its addressee is
-passed on by that waiter's next call (its re-check, at once, or its give-up), which it makes
-without blocking first. A wake-up that reaches its waiter after the deadline goes on with
+The waiters of a lock (or of a semaphore) share one list, and a wake-up starts with its
+addressee's "<token><fence>|": one popped by another waiter than its addressee is passed on
+by that waiter's next call (its re-check, at once, or its give-up), which it makes without
+blocking first. A wake-up that reaches its waiter after the deadline goes on with
 the release of what it handed over."""
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ waiter (threads beyond the pool's share, asyncio tasks) registers its list here 
 waits on an event, so a thousand waiters hold no connection each: one listener thread per
 pool and hash tag blocks on all their lists at once and hands each popped value to a waiter
 of its list (an asyncio waiter through its event loop). Several waiters may share a list (a
-lock's waiters do): a value goes to the first of them, in the order they registered, that
-``accepts`` it (a waiter registered without a test accepts any), else to the first of them
-(whose caller then passes it on).
+lock's or a semaphore's waiters do): a value goes to the first of them, in the order they
+registered, that ``accepts`` it (a waiter registered without a test accepts any), else to the
+first of them (whose caller then passes it on).
 
 A waiter whose list the listener's ``BLPOP`` does not cover yet nudges it: it pushes to the
 listener's control list (same hash tag, so one ``BLPOP`` serves both on Cluster), which

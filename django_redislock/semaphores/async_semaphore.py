@@ -6,20 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
 from threading import current_thread
 from typing import Any
 
-from redis.exceptions import RedisError
-
-from ..exceptions import RedisUnavailable
 from ..locks import renewer as _renewer
 from ..locks.waiting import AsyncWaiting, current_task
 from ..redis.aio import run_script
-from ..redis.scripts import LuaScript
 from .base import SemaphoreBase, SemaphoreState, parse_state
 from .keys import Permit
-from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE, WAKE
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE
 
 
 class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
@@ -42,7 +37,7 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         token = self._new_token()
         try:
             args = self._acquire_argv(token, timeout > 0, False)
-            reply = await self._call_async(client, ACQUIRE, self._layout.acquiring(token), args, 2)
+            reply = await run_script(client, ACQUIRE, self._layout.acquiring, args)
             fence = self._outcome(reply)
             if type(fence) is not int:
                 fence = await self._wait(client, token, deadline, fence[0]) if timeout > 0 else None
@@ -60,29 +55,19 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
             raise
         return True
 
-    async def _call_async(
-        self, client: Any, script: LuaScript, keys: Sequence[str], args: Any, head: int
-    ) -> Any:
-        """``SemaphoreBase._call`` over the asyncio ``client``."""
-        reply = await run_script(client, script, keys, args)
-        for wake in self._woken(reply, head):
-            try:
-                await run_script(client, WAKE, *wake)
-            except (RedisError, RedisUnavailable) as exc:
-                self._wake_failed(exc)
-        return reply
-
     async def _recheck_async(self, client: Any, token: str, passing: str) -> Any:
-        args = self._acquire_argv(token, True, True)
-        reply = await self._call_async(client, ACQUIRE, self._layout.acquiring(token), args, 2)
-        return self._outcome(reply)
+        args = self._acquire_argv(token, True, True, passing)
+        return self._outcome(await run_script(client, ACQUIRE, self._layout.acquiring, args))
 
     async def _give_up_async(self, client: Any, token: str, passing: str) -> int:
-        return int(await run_script(client, GIVE_UP, self._layout.giving_up(token), (token,)))
+        args = (token, passing)
+        return int(await run_script(client, GIVE_UP, self._layout.giving_up, args))
 
     async def _release_token_async(self, client: Any, permit: str) -> Any:
+        """Free ``permit`` ("": every permit); the waiters it goes to are woken by the same
+        call."""
         args = self._release_args(permit)
-        return await self._call_async(client, RELEASE, self.layout.releasing, args, 1)
+        return await run_script(client, RELEASE, self.layout.releasing, args)
 
     async def _release_handed_async(self, client: Any, token: str, fence: int) -> None:
         await self._release_token_async(client, self._permit(token, fence))
@@ -99,7 +84,7 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
         hold = self._begin_release(self._owner(current_task()))
         if hold is not None:
             call = self._release_token_async(self.client, hold.token)
-            self._end_release(hold, (await asyncio.shield(call))[0])
+            self._end_release(hold, await asyncio.shield(call))
 
     async def extend(self, ttl: float | None = None) -> None:
         """Reset the TTL of this task's permit to ``ttl`` seconds (default: the semaphore's)."""

@@ -4,18 +4,16 @@ replies, and the lock machinery they reuse (holds, signals, waiting, the renewer
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable
 from secrets import token_hex
 from typing import Any, NamedTuple
 
-from redis.exceptions import RedisError
-
-from ..exceptions import LockError, RedisUnavailable
+from ..exceptions import LockError
 from ..locks import keys as _keys
 from ..locks.base import Hold, LockBase
 from ..locks.keys import lock_base, shard_count
+from ..locks.waiting import addressed_to, woken
 from ..redis.clients import run_script
-from ..redis.scripts import LuaScript
 from .keys import (
     Permit,
     SemaphoreKeys,
@@ -26,7 +24,7 @@ from .keys import (
     validate_limit,
     validate_permits,
 )
-from .scripts import EXTEND, RELEASE, WAKE
+from .scripts import EXTEND, RELEASE
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -108,21 +106,18 @@ class SemaphoreBase(LockBase):
         return self._layout
 
     def _wake_key(self, token: str) -> str:
-        return self._layout.wake(token)
+        return self._layout.wake
 
     def _wake_up_fence(self, token: str, value: Any) -> int | None:
-        return int(value)  # a waiter's own list: the fence
+        return woken(token, value)  # "<token><fence>|...", as a lock's wake-up starts
 
-    def _wake_failed(self, exc: Exception) -> None:
-        logger.warning(
-            "Could not wake a waiter semaphore %r handed permits to (%s); it finds them at its "
-            "next re-check.",
-            self.name,
-            exc,
-        )
+    def _accepts(self, token: str) -> Callable[[Any], bool]:
+        return addressed_to(token)
 
-    def _acquire_argv(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
-        """ARGV of ``scripts.ACQUIRE``."""
+    def _acquire_argv(
+        self, token: str, register: bool, queued: bool, passing: str = ""
+    ) -> tuple[Any, ...]:
+        """ARGV of ``scripts.ACQUIRE``; ``passing``: a wake-up of another waiter to pass on."""
         return (
             token,
             f"{self.limit}|{_keys.OWNER}",
@@ -132,6 +127,7 @@ class SemaphoreBase(LockBase):
             *self._flags,
             self.registration_ms if register else 0,
             "1" if queued else "0",
+            passing,
         )
 
     def _permit(self, token: str, fence: int) -> str:
@@ -145,26 +141,10 @@ class SemaphoreBase(LockBase):
         """What the waiting loop takes from an ACQUIRE reply: the fence, or [wait ms]."""
         return reply[0] if reply[0] >= 0 else reply[1:2]
 
-    def _woken(self, reply: Any, head: int) -> list[tuple[tuple[str], tuple[Any, Any]]]:
-        """The WAKE calls owed for the hand-offs after the first ``head`` items of ``reply``."""
-        return self._layout.wakings(reply[head:]) if len(reply) > head else []
-
-    def _call(
-        self, client: Any, script: LuaScript, keys: Sequence[str], args: Any, head: int
-    ) -> Any:
-        """Run ``script`` over the sync ``client``, then wake every waiter it handed a permit
-        to (listed after the first ``head`` items of its reply). Returns the reply."""
-        reply = run_script(client, script, keys, args)
-        for wake in self._woken(reply, head):
-            try:
-                run_script(client, WAKE, *wake)
-            except (RedisError, RedisUnavailable) as exc:
-                self._wake_failed(exc)
-        return reply
-
     def _release_token(self, client: Any, permit: str) -> Any:
-        """Free ``permit`` ("": every permit) over the sync ``client``."""
-        return self._call(client, RELEASE, self.layout.releasing, self._release_args(permit), 1)
+        """Free ``permit`` ("": every permit) over the sync ``client``; the waiters it goes to
+        are woken by the same call."""
+        return run_script(client, RELEASE, self.layout.releasing, self._release_args(permit))
 
     def _release_handed(self, client: Any, token: str, fence: int) -> None:
         self._release_token(client, self._permit(token, fence))
@@ -190,7 +170,7 @@ class SemaphoreBase(LockBase):
         return ("EVAL", EXTEND.source, len(keys), *keys, *self._extend_args(hold, None))
 
     def _forced(self, reply: Any) -> bool:
-        if reply[0] != 1:
+        if reply != 1:
             return False
         logger.warning("Semaphore %r was force-released.", self.name)
         return True
@@ -200,4 +180,4 @@ class SemaphoreBase(LockBase):
         ``LockBase.release_owner``)."""
         hold = self._begin_release(owner)
         if hold is not None:
-            self._end_release(hold, self._release_token(self.renew_client, hold.token)[0])
+            self._end_release(hold, self._release_token(self.renew_client, hold.token))

@@ -16,7 +16,13 @@ every key of it shares one hash tag and every script runs on Redis Cluster:
     base sf:<name>   string  the last fence handed out (fencing=True); it expires a minute
                              after the last fenced grant, when the fences' clock floor (see
                              ``lua.CLOCK``) has passed it
-    base w:<token>   list    a waiter's wake-up: the fence, pushed by ``scripts.WAKE``
+    base sh:<name>   list    the waiters' wake-ups, as a lock's ``h:``: the script that hands
+                             permits to waiters pushes "<permit>|<hops>" there for each of
+                             them (``<permit>`` is its first holders member, so it starts
+                             with "<token><fence>|"); every waiter blocks on it and one
+                             popping another's wake-up passes it on (``scripts``). It holds
+                             the wake-ups of hand-offs not yet popped and expires no sooner
+                             than the permits they announce
     base sems        zset    semaphore name -> latest permit expiry, for the admin's listing.
                              A release that frees a semaphore's last live permit removes its
                              entry; an entry whose expiry passed (the holders died or let
@@ -62,37 +68,28 @@ class SemaphoreKeys(NamedTuple):
     registrations: str
     fence: str
     listing: str
+    wake: str
     base: str
 
-    def wake(self, token: str) -> str:
-        """The list waiter ``token`` blocks on: a hand-off to it pushes the fence there."""
-        return f"{self.base}w:{token}"
-
-    def acquiring(self, token: str) -> tuple[str, ...]:
-        return (*self[:5], self.wake(token))
+    @property
+    def acquiring(self) -> tuple[str, ...]:
+        return self[:6]
 
     @property
     def releasing(self) -> tuple[str, ...]:
-        return self[:5]
+        return self[:6]
 
     @property
     def extending(self) -> tuple[str, str]:
         return self.holders, self.listing
 
-    def giving_up(self, token: str) -> tuple[str, ...]:
-        return self.holders, self.waiters, self.registrations, self.wake(token)
+    @property
+    def giving_up(self) -> tuple[str, ...]:
+        return self.holders, self.waiters, self.registrations, self.wake
 
     @property
     def reading(self) -> tuple[str, str]:
         return self.holders, self.waiters
-
-    def wakings(self, handoffs: list[Any]) -> list[tuple[tuple[str], tuple[Any, Any]]]:
-        """KEYS and ARGV of one ``WAKE`` per hand-off in ``handoffs`` (``token, fence, ttl``
-        triples, as the scripts reply them)."""
-        return [
-            ((self.wake(text(handoffs[i])),), (handoffs[i + 1], handoffs[i + 2]))
-            for i in range(0, len(handoffs) - 2, 3)
-        ]
 
 
 def semaphore_keys(base: str, name: str) -> SemaphoreKeys:
@@ -102,6 +99,7 @@ def semaphore_keys(base: str, name: str) -> SemaphoreKeys:
         f"{base}sa:{name}",
         f"{base}sf:{name}",
         f"{base}sems",
+        f"{base}sh:{name}",
         base,
     )
 

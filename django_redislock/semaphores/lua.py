@@ -1,11 +1,13 @@
-"""Lua pieces the semaphore scripts share (``scripts``): the permits of a holder
-and the hand-off of free permits to waiters. Each script that uses one has it in its text."""
+"""Lua pieces the semaphore scripts share (``scripts``): the permits of a holder, the
+hand-off of free permits to waiters and their wake-ups. Each script that uses one has it in
+its text."""
 
 from __future__ import annotations
 
 from ..locks.lua import CLOCK, WAITERS
+from ..locks.scripts import MAX_HOPS
 
-__all__ = ["MEMBERS", "PERMITS"]
+__all__ = ["MEMBERS", "PERMITS", "WAKE_UPS"]
 
 # A holder's members of the holders zset (see ``scripts``).
 MEMBERS = """
@@ -31,7 +33,7 @@ PERMITS = (
     + WAITERS
     + MEMBERS
     + """
--- k = {holders, waiters, registrations, fence, index}
+-- k = {holders, waiters, registrations, fence, index, wake-up list}
 
 -- The server clock in ms.
 local function clock_ms()
@@ -104,21 +106,22 @@ local function next_fitting(k, free, now, fair)
   return nil
 end
 
--- Gives the permits of up to ``free`` to waiters (see ``next_fitting``); the caller tok,
--- when met, gets its fence in out[1], every other one is appended to out as <token, fence,
--- ttl>. Returns how many permits it gave.
-local function hand_off(k, name, now, free, out, tok, fair)
+-- Gives the permits of up to ``free`` to waiters (see ``next_fitting``); ``held``: how many
+-- permits are held (at most; 0 only when none is live). The caller tok, when met, gets its
+-- fence in out[1], every other one is woken: its wake-up "<permit>|0" goes to the end of the
+-- wake-up list, which then lives at least as long as its permits. Returns how many permits
+-- it gave.
+local function hand_off(k, name, now, free, out, tok, fair, held)
   local given = 0
   while given < free do
     local head, ttl, fencing, owner = next_fitting(k, free - given, now, fair)
     if not head then break end
-    local f = grant(k, head, ttl, fencing, owner, name, now, false)
+    local f = grant(k, head, ttl, fencing, owner, name, now, held + given == 0)
     if head == tok then
       out[1] = tonumber(f)
-    else
-      out[#out + 1] = head
-      out[#out + 1] = f
-      out[#out + 1] = ttl
+    elseif redis.call('RPUSH', k[6], head .. f .. '|' .. owner .. '|0') == 1
+        or redis.call('PTTL', k[6]) < tonumber(ttl) then
+      redis.call('PEXPIRE', k[6], ttl)  -- a new list has no TTL yet
     end
     given = given + wanted(head)
   end
@@ -143,3 +146,28 @@ local function forget_if_idle(k, name, now)
 end
 """
 )
+
+# The waiters' wake-ups (see ``scripts``): passing one on, and dropping one's own.
+WAKE_UPS = f"""
+-- Pushes wake-up ``msg`` ("<permit>|<hops>") back to the front of list ``wake`` while its
+-- permit is still live in ``holders`` and it went round fewer than {MAX_HOPS} times.
+local function pass_on(holders, wake, msg, now)
+  if not msg or msg == '' then return end
+  local permit, hops = string.match(msg, '^(.*)|(%d+)$')
+  if not permit or tonumber(hops) >= {MAX_HOPS} then return end
+  local expiry = tonumber(redis.call('ZSCORE', holders, permit))
+  if not expiry or expiry <= now then return end
+  redis.call('LPUSH', wake, permit .. '|' .. (tonumber(hops) + 1))
+  if redis.call('PTTL', wake) < expiry - now then redis.call('PEXPIRE', wake, expiry - now) end
+end
+
+-- Takes waiter tok's own wake-ups out of list ``wake`` (it found its permits without them);
+-- the list is short: it holds only the hand-offs not popped yet.
+local function drop_wake_ups(wake, tok)
+  local ok, all = pcall(redis.call, 'LRANGE', wake, 0, 63)
+  if not ok then return end
+  for i = 1, #all do
+    if string.sub(all[i], 1, #tok) == tok then redis.call('LREM', wake, 1, all[i]) end
+  end
+end
+"""

@@ -46,9 +46,7 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
         token = self._new_token()
         args = self._acquire_argv(token, timeout > 0, False)
         try:
-            fence = self._outcome(
-                self._call(client, ACQUIRE, self._layout.acquiring(token), args, 2)
-            )
+            fence = self._outcome(run_script(client, ACQUIRE, self._layout.acquiring, args))
         except BaseException:
             self._abandon(client, token)
             raise
@@ -70,11 +68,12 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
         return True
 
     def _recheck(self, client: Any, token: str, passing: str) -> Any:
-        args = self._acquire_argv(token, True, True)
-        return self._outcome(self._call(client, ACQUIRE, self._layout.acquiring(token), args, 2))
+        args = self._acquire_argv(token, True, True, passing)
+        return self._outcome(run_script(client, ACQUIRE, self._layout.acquiring, args))
 
     def _give_up(self, client: Any, token: str, passing: str) -> int:
-        return int(run_script(client, GIVE_UP, self._layout.giving_up(token), (token,)))
+        args = (token, passing)
+        return int(run_script(client, GIVE_UP, self._layout.giving_up, args))
 
     def current_owner(self) -> tuple[Any, ...]:
         """Who holds what this thread acquired, as ``release_owner`` takes it: another thread

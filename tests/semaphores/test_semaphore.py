@@ -346,7 +346,7 @@ def test_a_fair_newcomer_keeps_the_permits_it_hands_on_alive(backend):
         assert Semaphore("handed", limit=2, ttl=0.1, fair=True).acquire(0)
     waiter = Semaphore("handed", limit=2, ttl=30, fair=True)
     args = waiter._acquire_argv("waiter|", True, False)
-    run_script(backend.client, ACQUIRE, waiter.layout.acquiring("waiter|"), args)
+    run_script(backend.client, ACQUIRE, waiter.layout.acquiring, args)
     assert queued(backend, "handed") == 1
     time.sleep(0.2)
     newcomer = Semaphore("handed", limit=2, ttl=0.3, fair=True)
