@@ -49,6 +49,9 @@ def listen_seconds() -> float:
 
 IDLE_SECONDS = 30.0  # a listener with nobody to wake for this long ends
 MAIL_SECONDS = 5.0  # a popped value whose waiter left is kept this long for its next wait
+# The listener's connection's name (CLIENT SETNAME), so that CLIENT LIST tells it from a
+# waiter: it stays blocked, with nobody to wake, for up to IDLE_SECONDS.
+CLIENT_NAME = "django-redislock-wakeups"
 
 # KEYS[1] the listener's control list. ARGV[1] its lifetime (ms): a listener that died
 # leaves nothing behind. Reply: the list's length.
@@ -156,6 +159,7 @@ class Listener:
                 try:
                     if conn is None:
                         conn = self.client.connection_pool.get_connection()
+                        _name(conn)
                     conn.send_command("BLPOP", self.control, *keys, listen_seconds())
                     reply = conn.read_response()
                 except Exception as exc:
@@ -170,6 +174,7 @@ class Listener:
                     self._deliver(_text(reply[0]), reply[1])
         finally:
             if conn is not None:
+                conn.disconnect()  # named: not for the pool's other users
                 self.client.connection_pool.release(conn)
 
     def _deliver(self, key: str, value: Any) -> None:
@@ -190,6 +195,15 @@ class Listener:
             old = time.monotonic() - MAIL_SECONDS
             for key in [k for k, (_, at) in self.mail.items() if at < old]:
                 del self.mail[key]
+
+
+def _name(conn: Any) -> None:
+    """Name the listener's connection (``CLIENT_NAME``), where ``CLIENT`` is allowed."""
+    try:
+        conn.send_command("CLIENT", "SETNAME", CLIENT_NAME)
+        conn.read_response()
+    except Exception as exc:  # not allowed (an ACL, a proxy): nameless, as it was
+        logger.debug("Wake-up listener: CLIENT SETNAME failed: %s", exc)
 
 
 def tag_prefix(key: str) -> str:

@@ -60,9 +60,17 @@ end
 
 -- Keeps the holders key alive as long as its latest permit (``alone``: the only one), and
 -- indexes the semaphore.
-local function outlive(holders, index, ms, expiry, name, alone)
-  if alone or redis.call('PTTL', holders) < ms then redis.call('PEXPIRE', holders, ms) end
-  redis.call('ZADD', index, 'GT', expiry, name)
+local function outlive(holders, index, expiry, name, alone)
+  -- The index keeps the latest expiry; the key expires at that very ms (PEXPIREAT, the
+  -- server's wall clock, as the scores are), not ``ms`` after the script's own start time:
+  -- so the key, its permits and its index entry lapse together.
+  if alone then
+    redis.call('ZADD', index, expiry, name)
+  else
+    redis.call('ZADD', index, 'GT', expiry, name)
+    expiry = tonumber(redis.call('ZSCORE', index, name))
+  end
+  redis.call('PEXPIREAT', holders, string.format('%.0f', expiry))
 end
 
 -- Gives tok its permits for ttl ms (``alone``: no other permit is held); returns its fence
@@ -78,7 +86,7 @@ local function grant(k, tok, ttl, fencing, owner, name, now, alone)
   for _, member in ipairs(members_of(tok .. f .. '|' .. owner)) do
     redis.call('ZADD', k[1], now + ms, member)
   end
-  outlive(k[1], k[5], ms, now + ms, name, alone)
+  outlive(k[1], k[5], now + ms, name, alone)
   return f
 end
 

@@ -160,8 +160,9 @@ local ms = tonumber(ARGV[2])
 for _, member in ipairs(members_of(ARGV[1])) do
   redis.call('ZADD', KEYS[1], 'XX', now + ms, member)
 end
-if redis.call('PTTL', KEYS[1]) < ms then redis.call('PEXPIRE', KEYS[1], ms) end
 redis.call('ZADD', KEYS[2], 'GT', now + ms, ARGV[3])
+local latest = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[3]))
+redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', latest))  -- see ``outlive``
 return 1
 """,
 )

@@ -11,7 +11,7 @@ import pytest
 
 from django_redislock import AsyncLock, Lock, get_redis
 from django_redislock.exceptions import RedisUnavailable
-from django_redislock.redis import pools
+from django_redislock.redis import pools, wakeups
 from django_redislock.redis.aio import get_async_redis
 from django_redislock.redis.aio import run_script as aio_run_script
 from django_redislock.redis.clients import call, reset_connections
@@ -102,7 +102,7 @@ def test_a_command_waits_for_a_connection_then_says_why_it_gave_up(small_pool, m
         pool.release(conn)
 
 
-def test_asyncio_waiters_beyond_the_pool_are_woken_through_the_listener(small_pool):
+def test_asyncio_waiters_beyond_the_pool_are_woken_through_the_listener(small_pool, redis_server):
     """With four connections per event loop, forty tasks wait on one lock: most wait on the
     process's wake-up listener, holding no connection, and each is woken by a hand-off."""
     order: list[int] = []
@@ -122,6 +122,10 @@ def test_asyncio_waiters_beyond_the_pool_are_woken_through_the_listener(small_po
 
     asyncio.run(main())
     assert sorted(order) == list(range(40))
+    # The listener's connection says what it is (CLIENT LIST), so that it is not taken for a
+    # waiter left blocked.
+    names = [client["name"] for client in redis_server.client().client_list()]
+    assert wakeups.CLIENT_NAME in names
 
 
 def test_the_nudge_leaves_nothing_behind(small_pool, redis_server):
