@@ -83,12 +83,6 @@ class AsyncLock(AsyncWaiting):
     async def _release_token_async(self, client: Any, token: str) -> Any:
         return await run_script(client, RELEASE, self._keys.releasing, self._release_args(token))
 
-    def current_owner(self) -> tuple[Any, ...]:
-        """Who holds what this task acquired, as ``release_owner`` takes it: another thread
-        can then release it (``@redis_locked`` does when a streaming response is closed
-        elsewhere)."""
-        return self._owner(current_task())
-
     async def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this task does
         not hold it any more. Runs to its end even if the calling task is cancelled."""

@@ -85,12 +85,6 @@ class Lock(SyncWaiting, SyncContext):
     def _release_token(self, client: Any, token: str) -> Any:
         return run_script(client, RELEASE, self._keys.releasing, self._release_args(token))
 
-    def current_owner(self) -> tuple[Any, ...]:
-        """Who holds what this thread acquired, as ``release_owner`` takes it: another thread
-        can then release it (``@redis_locked`` does when a streaming response is closed on
-        another thread than the view's)."""
-        return self._owner(get_ident())
-
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
         not hold it any more."""

@@ -64,6 +64,12 @@ def addressed_to(token: str) -> Callable[[Any], bool]:
 class SyncWaiting(LockBase):
     """The blocking wait of ``Lock`` and ``Semaphore``, and their clients."""
 
+    def current_owner(self) -> tuple[Any, ...]:
+        """Who holds what this thread acquired, as ``release_owner`` takes it: another thread
+        can then release it (``@redis_locked`` does when a streaming response is closed on
+        another thread than the view's)."""
+        return self._owner(get_ident())
+
     def _connect(self) -> Any:
         return get_redis(self.using)
 
@@ -142,6 +148,12 @@ class SyncWaiting(LockBase):
 
 class AsyncWaiting(LockBase, AsyncContext):
     """The asyncio wait of ``AsyncLock`` and ``AsyncSemaphore``, and their clients."""
+
+    def current_owner(self) -> tuple[Any, ...]:
+        """Who holds what this task acquired, as ``release_owner`` takes it: another thread
+        can then release it (``@redis_locked`` does when a streaming response is closed
+        elsewhere)."""
+        return self._owner(current_task())
 
     @property
     def client(self) -> Any:

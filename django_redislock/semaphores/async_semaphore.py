@@ -72,12 +72,6 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
     async def _release_handed_async(self, client: Any, token: str, fence: int) -> None:
         await self._release_token_async(client, self._permit(token, fence))
 
-    def current_owner(self) -> tuple[Any, ...]:
-        """Who holds what this task acquired, as ``release_owner`` takes it: another thread
-        can then release it (``@redis_locked`` does when a streaming response is closed
-        elsewhere)."""
-        return self._owner(current_task())
-
     async def release(self) -> None:
         """Give this task's permit back (to the oldest waiter, if any). LockNotOwned if it
         holds none any more. Runs to its end even if the calling task is cancelled."""

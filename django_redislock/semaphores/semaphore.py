@@ -75,12 +75,6 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
         args = (token, passing)
         return int(run_script(client, GIVE_UP, self._layout.giving_up, args))
 
-    def current_owner(self) -> tuple[Any, ...]:
-        """Who holds what this thread acquired, as ``release_owner`` takes it: another thread
-        can then release it (``@redis_locked`` does when a streaming response is closed on
-        another thread than the view's)."""
-        return self._owner(get_ident())
-
     def release(self) -> None:
         """Give this owner's permit back (to the oldest waiter, if any). LockNotOwned if this
         owner holds none any more."""
