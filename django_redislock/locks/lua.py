@@ -34,8 +34,8 @@ end
 WAITERS = """
 -- Pops the oldest waiter still registered and returns its token, TTL ms, fencing flag and
 -- owner (the rest of its registration), or nil when no live waiter is left. Waiters whose
--- registration lapsed (on the server clock: ms, or read when first needed) are dropped on
--- the way; the loop is bounded so a script never runs long.
+-- registration lapsed (its deadline reached on the server clock: ms, or read when first
+-- needed) are dropped on the way; the loop is bounded so a script never runs long.
 local function next_waiter(waiters, regs, clock)
   for _ = 1, 64 do
     local head = redis.call('ZPOPMIN', waiters)[1]
@@ -45,7 +45,7 @@ local function next_waiter(waiters, regs, clock)
       redis.call('HDEL', regs, head)
       clock = clock or math.floor(clock_us() / 1000)
       local deadline, ttl, fencing, ident = string.match(reg, '^(%d+)|(%d+)|(%d)|(.*)$')
-      if deadline and tonumber(deadline) >= clock then return head, ttl, fencing, ident end
+      if deadline and tonumber(deadline) > clock then return head, ttl, fencing, ident end
     end
   end
   return nil

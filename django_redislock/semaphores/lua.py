@@ -102,7 +102,7 @@ local function next_fitting(k, free, now, fair)
     if ok and reg then
       deadline, ttl, fencing, owner = string.match(reg, '^(%d+)|(%d+)|(%d)|(.*)$')
     end
-    local lapsed = not deadline or tonumber(deadline) < now
+    local lapsed = not deadline or tonumber(deadline) <= now
     if lapsed or wanted(tok) <= free then
       redis.call('ZREM', k[2], tok)
       if ok then redis.call('HDEL', k[3], tok) end
