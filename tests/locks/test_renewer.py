@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from django_redislock import AsyncLock, Lock
+from django_redislock import AsyncLock, Lock, get_redis
 from django_redislock.exceptions import LockNotOwned
 from django_redislock.signals import lock_abandoned, lock_lost
 from tests.support.waiting import wait_for
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 TTL = 0.5
 # Locks that must stay renewed: a TTL long enough that a loaded machine stalling the renewer
-# thread for a moment does not let one lapse (renewed every third of it).
-LIVE_TTL = 0.6
+# thread for a second does not let one lapse (renewed every third of it).
+LIVE_TTL = 1.5
 # What the other client waits beyond the TTL: the hold may have been renewed just before its
 # owner went away, and the box is shared and loaded.
 MARGIN = 1.5
@@ -61,6 +61,23 @@ def quiet_thread_errors(monkeypatch: pytest.MonkeyPatch) -> list[BaseException |
     errors: list[BaseException | None] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
     return errors
+
+
+def renewed_past_its_ttl(name: str) -> None:
+    """Wait until lock ``name`` was held longer than LIVE_TTL, renewed twice on the way (seen
+    as its PTTL going back up): it would have lapsed otherwise. Fails once it lapsed."""
+    client, key = get_redis(), Lock(name).keys.lock
+    started, renewals, last = time.monotonic(), 0, client.pttl(key)
+
+    def renewed_twice_and_old() -> bool:
+        nonlocal renewals, last
+        pttl = client.pttl(key)
+        assert pttl > 0, f"lock {name!r} lapsed: it was not renewed"
+        renewals += pttl > last
+        last = pttl
+        return renewals >= 2 and time.monotonic() - started > LIVE_TTL
+
+    wait_for(renewed_twice_and_old, 30, f"lock {name!r} renewed past its TTL")
 
 
 def taken_by_another_client_within_the_ttl(name: str) -> bool:
@@ -151,8 +168,9 @@ def test_a_live_thread_keeps_its_lock_past_several_ttls(backend, abandoned):
 
     thread = threading.Thread(target=holder)
     thread.start()
-    time.sleep(LIVE_TTL * 3)
+    wait_for(lambda: Lock("thread-alive").locked(), 10, "the holder thread to take its lock")
     try:
+        renewed_past_its_ttl("thread-alive")
         assert not Lock("thread-alive", ttl=1).acquire(0)
     finally:
         done.set()
@@ -170,7 +188,9 @@ def test_a_live_task_keeps_its_lock_past_several_ttls(backend, abandoned):
 
         done = asyncio.Event()
         task = asyncio.create_task(holder(done))
-        await asyncio.sleep(LIVE_TTL * 3)
+        while not await AsyncLock("task-alive").locked():
+            await asyncio.sleep(0.005)
+        await asyncio.to_thread(renewed_past_its_ttl, "task-alive")
         assert not await AsyncLock("task-alive", ttl=1).acquire(0)
         done.set()
         assert await task
@@ -184,12 +204,12 @@ def test_a_reentrant_hold_outlives_its_first_instance_in_a_live_thread(backend, 
     # long as the thread lives, even once the instance that took it is gone.
     assert Lock("reentered", ttl=LIVE_TTL, auto_renew=True, reentrant=True).acquire(0)
     gc.collect()
-    time.sleep(LIVE_TTL * 3)
+    renewed_past_its_ttl("reentered")
     again = Lock("reentered", ttl=LIVE_TTL, reentrant=True)
     assert again.owned()
     again.release()  # by an instance without auto_renew: the renewer must let go all the same
     assert not again.locked()
-    time.sleep(LIVE_TTL)
+    time.sleep(LIVE_TTL / 2)  # over the renewer's period (a third of the TTL)
     assert lost == [], "a released hold must not be renewed, then reported lost"
     assert abandoned == []
     with pytest.raises(LockNotOwned):
@@ -215,8 +235,9 @@ def test_an_owner_that_cannot_tell_whether_it_lives_is_kept(backend, abandoned):
     thread.start()
     other = Lock("other", ttl=LIVE_TTL, auto_renew=True)
     assert other.acquire(0)
-    time.sleep(LIVE_TTL * 3)
     try:
+        wait_for(lambda: Lock("cannot-tell").locked(), 10, "the holder thread to take its lock")
+        renewed_past_its_ttl("cannot-tell")
         assert not Lock("cannot-tell", ttl=1).acquire(0)
         assert other.owned(), "the renewer thread must survive the question"
     finally:
@@ -230,7 +251,7 @@ def test_an_owner_that_cannot_tell_whether_it_lives_is_kept(backend, abandoned):
 def test_a_with_block_keeps_its_unnamed_lock_renewed(backend, abandoned):
     with Lock("unnamed", ttl=LIVE_TTL, auto_renew=True):  # no name bound to the Lock object
         gc.collect()
-        time.sleep(LIVE_TTL * 3)
+        renewed_past_its_ttl("unnamed")
         assert not Lock("unnamed", ttl=1).acquire(0)
     assert not Lock("unnamed").locked()
     assert abandoned == []
