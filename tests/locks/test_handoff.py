@@ -14,6 +14,7 @@ from django_redislock.locks import waiting
 from django_redislock.locks.keys import parse_value, parse_wake_up
 from django_redislock.locks.scripts import GIVE_UP, RELEASE
 from django_redislock.redis.clients import run_script
+from tests.support.waiters import planting_a_lapsing_waiter
 
 
 def queued(backend: Any, lock: Lock, count: int) -> None:
@@ -168,23 +169,13 @@ def _clients(backend: Any, key: str) -> list[dict[str, Any]]:
     return client.client_list()
 
 
-# Prefixed to the release script: queues a waiter whose registration ends this very
-# millisecond (server clock), in the same script, so the release runs in that ms.
-PLANT_LAPSING_WAITER = """
-local t = redis.call('TIME')
-local planted_at = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000)
-redis.call('ZADD', KEYS[2], 1, 'planted|')
-redis.call('HSET', KEYS[6], 'planted|', planted_at .. '|30000|0|1|elsewhere')
-"""
-
-
 def test_a_registration_ending_this_very_ms_gets_no_hand_off(real_backend):
     holder = Lock("edge", ttl=30, fair=True)
     assert holder.acquire(0)
     keys = holder.keys
     # The planted waiter's deadline is the release's own ms: at its deadline a registration
     # has lapsed, so the lock is freed, not handed to it.
-    script = PLANT_LAPSING_WAITER + RELEASE.source
+    script = planting_a_lapsing_waiter(2, 6) + RELEASE.source
     now = int(time.time() * 1000)
     reply = real_backend.client.eval(script, len(keys.releasing), *keys.releasing, "", "edge", now)
     assert reply == 1  # freed (2: handed to the lapsed waiter)

@@ -20,6 +20,7 @@ from django_redislock.redis.clients import reset_connections, run_script
 from django_redislock.semaphores.keys import parse_permit, semaphore_keys
 from django_redislock.semaphores.scripts import GIVE_UP
 from django_redislock.semaphores.scripts import RELEASE as SEMAPHORE_RELEASE
+from tests.support.waiters import planting_a_lapsing_waiter
 
 
 def slow_fallback(settings: Any) -> None:
@@ -289,23 +290,13 @@ def _blocked_on(backend: Any, key: str) -> bool:
     return any(c.get("cmd") == "blpop" for c in client.client_list())
 
 
-# Prefixed to the release script: queues a waiter whose registration ends this very
-# millisecond (server clock), in the same script, so the release runs in that ms.
-PLANT_LAPSING_WAITER = """
-local t = redis.call('TIME')
-local planted_at = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000)
-redis.call('ZADD', KEYS[2], 1, 'planted|')
-redis.call('HSET', KEYS[3], 'planted|', planted_at .. '|30000|0|1|elsewhere')
-"""
-
-
 def test_a_registration_ending_this_very_ms_gets_no_permit(real_backend):
     holder = Semaphore("edge", limit=1, ttl=30, fair=True)
     assert holder.acquire(0)
     keys = holder.layout
     # The planted waiter's deadline is the force release's own ms: at its deadline a
     # registration has lapsed, so the permit is not handed to it.
-    script = PLANT_LAPSING_WAITER + SEMAPHORE_RELEASE.source
+    script = planting_a_lapsing_waiter(2, 3) + SEMAPHORE_RELEASE.source
     keys_and_args = (len(keys.releasing), *keys.releasing, "", "edge", "", "1")
     reply = real_backend.client.eval(script, *keys_and_args)
     assert reply == 1  # the holder's permit was freed
