@@ -13,6 +13,7 @@ from django_redislock import AsyncLock, Lock
 from django_redislock.exceptions import LockError, LockNotOwned, LockTimeout
 from django_redislock.locks import async_lock as module
 from django_redislock.locks import waiting
+from tests.support.waiting import BEFORE_ANY_RECHECK, SLOW_RETRY_DELAY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,7 +79,7 @@ def test_async_with_raises_lock_timeout(backend):
 
 
 def test_waiter_is_woken_by_the_release(backend, settings):
-    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 5.0}
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
 
     async def main() -> float:
         holder = AsyncLock("push", ttl=30)
@@ -94,11 +95,11 @@ def test_waiter_is_woken_by_the_release(backend, settings):
         assert await waiter
         return time.monotonic() - released
 
-    assert run(main()) < 0.5
+    assert run(main()) < BEFORE_ANY_RECHECK
 
 
 def test_waiter_wakes_when_the_holders_ttl_runs_out(backend, settings):
-    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 5.0}
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
 
     async def main() -> float:
         await AsyncLock("crashed", ttl=0.3).acquire()
@@ -106,7 +107,7 @@ def test_waiter_wakes_when_the_holders_ttl_runs_out(backend, settings):
         assert await AsyncLock("crashed", ttl=5).acquire(3)
         return time.monotonic() - start
 
-    assert 0.25 <= run(main()) < 0.5
+    assert 0.25 <= run(main()) < BEFORE_ANY_RECHECK  # at the TTL, not at a re-check
 
 
 def test_reentrant_per_task(backend):
@@ -167,7 +168,9 @@ def test_auto_renew_keeps_an_async_lock(backend):
     run(main())
 
 
-def test_force_release_wakes_an_async_waiter(backend):
+def test_force_release_wakes_an_async_waiter(backend, settings):
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
+
     async def main() -> float:
         holder = AsyncLock("stuck", ttl=30)
         await holder.acquire()
@@ -184,7 +187,7 @@ def test_force_release_wakes_an_async_waiter(backend):
             await holder.release()
         return time.monotonic() - forced
 
-    assert run(main()) < 0.5
+    assert run(main()) < BEFORE_ANY_RECHECK
 
 
 # --- cancellation: never a lock held by nobody who knows it

@@ -20,6 +20,7 @@ from django_redislock.exceptions import (
 )
 from django_redislock.locks.listing import list_locks
 from django_redislock.signals import lock_acquired, lock_busy, lock_lost, lock_released
+from tests.support.waiting import BEFORE_ANY_RECHECK, SLOW_RETRY_DELAY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,15 +114,16 @@ def test_extend_resets_ttl(backend):
     lock.release()
 
 
-def test_timeout_zero_tries_once_and_timeout_waits(backend):
+def test_timeout_zero_tries_once_and_timeout_waits(backend, settings):
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
     holder = Lock("busy", ttl=5)
     holder.acquire()
     start = time.monotonic()
     assert not Lock("busy", ttl=5).acquire(0)
-    assert time.monotonic() - start < 0.15  # one try, no wait (loaded machines stall)
+    assert time.monotonic() - start < BEFORE_ANY_RECHECK  # one try, no wait
     start = time.monotonic()
     assert not Lock("busy", ttl=5).acquire(0.2)
-    assert 0.2 <= time.monotonic() - start < 0.5
+    assert 0.2 <= time.monotonic() - start < BEFORE_ANY_RECHECK  # at its deadline
     assert waiters_of(backend, holder) == 0, "a waiter that gave up must leave the queue"
     holder.release()
 
@@ -129,7 +131,7 @@ def test_timeout_zero_tries_once_and_timeout_waits(backend):
 @override_settings()
 def test_waiter_is_woken_by_the_release_not_by_polling(backend, settings):
     # With a 5 s fallback re-check, only the push from the release can wake the waiter fast.
-    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 5.0}
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
     holder, waiter = Lock("push", ttl=30), Lock("push", ttl=30)
     holder.acquire()
     got: list[float] = []
@@ -139,7 +141,7 @@ def test_waiter_is_woken_by_the_release_not_by_polling(backend, settings):
     holder.release()
     thread.join(5)
     assert got
-    assert got[0] - released < 0.5
+    assert got[0] - released < BEFORE_ANY_RECHECK
     assert not holder.owned()
     assert waiter.keys[0]
     assert backend.client.get(waiter.keys[0]) is not None
@@ -147,7 +149,7 @@ def test_waiter_is_woken_by_the_release_not_by_polling(backend, settings):
 
 @override_settings()
 def test_waiter_wakes_when_the_holders_ttl_runs_out(backend, settings):
-    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 5.0}
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
     Lock("crashed", ttl=0.3).acquire()  # never released: its holder "crashed"
     start = time.monotonic()
     waiter = Lock("crashed", ttl=5)
@@ -208,7 +210,8 @@ def test_fair_waiters_acquire_in_arrival_order(backend):
     assert order == list(range(6))
 
 
-def test_fair_waiter_that_gave_up_does_not_get_the_lock(backend):
+def test_fair_waiter_that_gave_up_does_not_get_the_lock(backend, settings):
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
     holder = Lock("fifo2", ttl=10, fair=True)
     holder.acquire()
     assert not Lock("fifo2", ttl=10, fair=True).acquire(0.1)
@@ -220,7 +223,7 @@ def test_fair_waiter_that_gave_up_does_not_get_the_lock(backend):
     holder.release()
     thread.join(5)
     assert result == [True]
-    assert time.monotonic() - start < 0.5
+    assert time.monotonic() - start < BEFORE_ANY_RECHECK  # handed over by the release
 
 
 def test_fair_newcomer_does_not_jump_the_queue(backend):
@@ -286,7 +289,8 @@ def test_fences_strictly_increase_including_hand_offs(backend):
     assert Lock("plain", ttl=5).fence is None
 
 
-def test_force_release_frees_the_lock_and_wakes_a_waiter(backend):
+def test_force_release_frees_the_lock_and_wakes_a_waiter(backend, settings):
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
     holder = Lock("stuck", ttl=30)
     holder.acquire()
     got: list[float] = []
@@ -301,7 +305,7 @@ def test_force_release_frees_the_lock_and_wakes_a_waiter(backend):
     assert Lock.force_release("stuck") is True
     thread.join(5)
     assert got
-    assert got[0] - forced < 0.5
+    assert got[0] - forced < BEFORE_ANY_RECHECK
     with pytest.raises(LockNotOwned):
         holder.release()
     assert Lock.force_release("stuck") is False
