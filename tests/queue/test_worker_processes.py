@@ -101,8 +101,8 @@ def stop_all(workers: list[Any]) -> None:
 
 # --- SIGKILL at random moments ----------------------------------------------------------
 
-JOBS = 10_000
-KILLS = 12
+JOBS = 6_000
+KILLS = 10
 # Kills stop before the queue runs dry, so that every victim dies with work in hand.
 KILL_WHILE_READY = 500
 # Each job takes a little time, so that the run outlasts a dozen kills on any machine.

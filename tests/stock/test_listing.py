@@ -48,15 +48,21 @@ def test_expiring_lists_pending_reservations_soonest_first(backend: Backend) -> 
     assert expiring(Stock("empty")) == []
 
 
-def test_ten_thousand_stocks_deleted_leave_nothing_behind(backend: Backend) -> None:
-    stocks = [Stock(f"sku:{n}") for n in range(10_000)]
+# As many stocks as a big shop's catalogue on a real server; fewer where each call is slow.
+STOCKS = {"fakeredis": 1_000, "redis": 10_000, "cluster": 2_000}
+
+
+def test_thousands_of_stocks_deleted_leave_nothing_behind(backend: Backend) -> None:
+    count = STOCKS[backend.kind]
+    stocks = [Stock(f"sku:{n}") for n in range(count)]
     for stock in stocks[::2]:
         stock.add(1)  # an add keeps its request id a while
     for stock in stocks[1::2]:
         stock.set(1)
-    assert count_stocks() == 10_000
-    assert stock_names("sku:99", limit=3) == ["sku:99", "sku:990", "sku:9900"]
-    assert stock_names(offset=9_998) == ["sku:9998", "sku:9999"]
+    assert count_stocks() == count
+    names = sorted(stock.name for stock in stocks)  # listed in byte order
+    assert stock_names("sku:99", limit=3) == [n for n in names if n.startswith("sku:99")][:3]
+    assert stock_names(offset=count - 2) == names[-2:]
     stocks[0].set(0)  # emptied: still a stock, still listed
     assert stock_names(limit=1) == ["sku:0"]
     assert all(stock.delete() for stock in stocks)
