@@ -72,8 +72,8 @@ class AsyncLock(AsyncWaiting):
     def _accepts(self, token: str) -> Callable[[Any], bool]:
         return addressed_to(token)
 
-    async def _recheck_async(self, client: Any, token: str, passing: str) -> Any:
-        args = (*self._args(token, True, True), passing)
+    async def _recheck_async(self, client: Any, token: str, passing: str, scale: float) -> Any:
+        args = (*self._args(token, True, True, scale), passing)
         return await run_script(client, ACQUIRE, self._keys.acquiring, args)
 
     async def _give_up_async(self, client: Any, token: str, passing: str) -> int:

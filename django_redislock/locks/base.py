@@ -103,18 +103,22 @@ class LockBase(LockCore):
             self._setup(self._connect())
         return self._keys
 
-    def _args(self, token: str, register: bool, queued: bool) -> tuple[Any, ...]:
-        register_ms = self.registration_ms if register else 0
+    def _args(
+        self, token: str, register: bool, queued: bool, scale: float = 1.0
+    ) -> tuple[Any, ...]:
+        """``scale``: how much longer than the plain one the waiter's fallback is (``crowd``),
+        and so its registration."""
+        register_ms = int(self.registration_ms * scale) if register else 0
         return self._acquire_args(token, self._flags, register_ms, queued)
 
-    def _block_for(self, deadline: float, pttl: int) -> float:
+    def _block_for(self, deadline: float, pttl: int, scale: float = 1.0) -> float:
         """How long a waiter's next BLPOP blocks: until its jittered fallback re-check, the
         holder's TTL or its ``deadline`` (monotonic), whichever comes first; 0 once that
         passed."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return 0.0
-        block = min(remaining, self._fallback_delay())
+        block = min(remaining, self._fallback_delay() * scale)
         if pttl > 0:
             block = min(block, pttl / 1000 + 0.001)
         return max(block, 0.0005)

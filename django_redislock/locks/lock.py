@@ -75,8 +75,8 @@ class Lock(SyncWaiting, SyncContext):
     def _accepts(self, token: str) -> Callable[[Any], bool]:
         return addressed_to(token)
 
-    def _recheck(self, client: Any, token: str, passing: str) -> Any:
-        args = (*self._args(token, True, True), passing)
+    def _recheck(self, client: Any, token: str, passing: str, scale: float) -> Any:
+        args = (*self._args(token, True, True, scale), passing)
         return run_script(client, ACQUIRE, self._keys.acquiring, args)
 
     def _give_up(self, client: Any, token: str, passing: str) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 from ..redis.aio import get_async_redis
 from ..redis.aio import wait_for_push as aio_wait_for_push
 from ..redis.clients import get_redis, wait_for_push
+from . import crowd
 from .base import LockBase, logger
 from .keys import parse_wake_up, text
 from .options import AsyncContext
@@ -77,10 +78,11 @@ class SyncWaiting(LockBase):
     def renew_client(self) -> Any:
         return self.client
 
-    def _recheck(self, client: Any, token: str, passing: str) -> Any:
-        """Try again as a queued waiter, passing wake-up ``passing`` on (if any): the fence
-        (int) when acquired, else a list whose first item is how many ms until the holder's
-        TTL runs out."""
+    def _recheck(self, client: Any, token: str, passing: str, scale: float) -> Any:
+        """Try again as a queued waiter, passing wake-up ``passing`` on (if any) and
+        registering for ``scale`` times the plain fallback (``crowd``): the fence (int) when
+        acquired, else a list whose first item is how many ms until the holder's TTL runs
+        out."""
         raise NotImplementedError
 
     def _give_up(self, client: Any, token: str, passing: str) -> int:
@@ -106,10 +108,15 @@ class SyncWaiting(LockBase):
     def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
+        with crowd.counted():
+            return self._waiting(client, token, deadline, pttl)
+
+    def _waiting(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         wake, accepts = self._wake_key(token), self._accepts(token)
+        scale = 1.0  # what the first ACQUIRE registered for
         while True:
             passing = ""
-            block = self._block_for(deadline, pttl)
+            block = self._block_for(deadline, pttl, scale)
             if block:
                 popped = wait_for_push(client, wake, block, accepts)
                 if popped is not None:
@@ -121,7 +128,8 @@ class SyncWaiting(LockBase):
             if time.monotonic() >= deadline:
                 self._leave(client, token, passing)
                 return None
-            reply = self._recheck(client, token, passing)
+            scale = crowd.scale()
+            reply = self._recheck(client, token, passing, scale)
             if type(reply) is int:
                 return reply
             pttl = reply[0]
@@ -170,7 +178,7 @@ class AsyncWaiting(LockBase, AsyncContext):
     def renew_client(self) -> Any:
         return get_redis(self.using)  # the renewer is a thread: a sync client
 
-    async def _recheck_async(self, client: Any, token: str, passing: str) -> Any:
+    async def _recheck_async(self, client: Any, token: str, passing: str, scale: float) -> Any:
         """``SyncWaiting._recheck`` over the asyncio ``client``."""
         raise NotImplementedError
 
@@ -185,10 +193,15 @@ class AsyncWaiting(LockBase, AsyncContext):
         deadline (monotonic) passes. Returns the fence, or None."""
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
+        with crowd.counted():
+            return await self._waiting(client, token, deadline, pttl)
+
+    async def _waiting(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         wake, accepts = self._wake_key(token), self._accepts(token)
+        scale = 1.0  # what the first ACQUIRE registered for
         while True:
             passing = ""
-            block = self._block_for(deadline, pttl)
+            block = self._block_for(deadline, pttl, scale)
             if block:
                 asked = _cancelling()
                 popped = await aio_wait_for_push(client, self.renew_client, wake, block, accepts)
@@ -206,7 +219,8 @@ class AsyncWaiting(LockBase, AsyncContext):
                 await self._leave(client, token, passing)
                 return None
             asked = _cancelling()
-            reply = await self._recheck_async(client, token, passing)
+            scale = crowd.scale()
+            reply = await self._recheck_async(client, token, passing, scale)
             _cancelled_since(asked)
             if type(reply) is int:
                 return reply

@@ -25,6 +25,7 @@ from ..conf import conf
 from ..exceptions import RedisUnavailable
 from . import blocking, wakeups
 from .clients import UNAVAILABLE, get_redis, is_cluster, target
+from .direct_waits import direct_wait
 from .pools import async_gate_free, async_with_connection, pool_size
 from .scripts import LuaScript
 from .sentinel import async_master_client, async_twin, is_sentinel_url
@@ -193,7 +194,9 @@ async def wait_for_push(
     connections to spare, a ``BLPOP`` on one of them; otherwise through the process's wake-up
     listener (``sync_client``: the sync client of the same Redis), holding none meanwhile."""
     if async_gate_free(client) > pool_size(client) // 2:
-        return await call(client, "BLPOP", key, timeout)
+        with direct_wait(client, key) as direct:
+            if direct:  # a socket read: no longer than the README lets a cache's timeout be
+                return await call(client, "BLPOP", key, min(timeout, conf.LOCK_RETRY_DELAY))
     node = sync_client
     if is_cluster(sync_client):
         node = sync_client.get_node_from_key(key).redis_connection

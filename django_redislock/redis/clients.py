@@ -18,6 +18,7 @@ from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgain
 from ..conf import conf
 from ..exceptions import RedisUnavailable
 from . import blocking, fastpath, wakeups
+from .direct_waits import direct_wait
 from .fastpath import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
 from .fastpath import dedicated, execute, mapped
 from .pools import with_connection
@@ -228,8 +229,11 @@ def wait_for_push(
     node = _node(client, key)
     held = dedicated(node)
     if held is not None:
-        held.freshen()
-        return _pop_on(client, node, held.conn, held.pack, key, timeout)
+        with direct_wait(node, key) as direct:
+            if direct:  # a socket read: no longer than the README lets a cache's timeout be
+                held.freshen()
+                timeout = min(timeout, conf.LOCK_RETRY_DELAY)
+                return _pop_on(client, node, held.conn, held.pack, key, timeout)
     return wakeups.wait(
         node,
         key,

@@ -55,8 +55,8 @@ class AsyncSemaphore(SemaphoreBase, AsyncWaiting):
             raise
         return True
 
-    async def _recheck_async(self, client: Any, token: str, passing: str) -> Any:
-        args = self._acquire_argv(token, True, True, passing)
+    async def _recheck_async(self, client: Any, token: str, passing: str, scale: float) -> Any:
+        args = self._acquire_argv(token, True, True, passing, scale)
         return self._outcome(await run_script(client, ACQUIRE, self._layout.acquiring, args))
 
     async def _give_up_async(self, client: Any, token: str, passing: str) -> int:

@@ -115,9 +115,10 @@ class SemaphoreBase(LockBase):
         return addressed_to(token)
 
     def _acquire_argv(
-        self, token: str, register: bool, queued: bool, passing: str = ""
+        self, token: str, register: bool, queued: bool, passing: str = "", scale: float = 1.0
     ) -> tuple[Any, ...]:
-        """ARGV of ``scripts.ACQUIRE``; ``passing``: a wake-up of another waiter to pass on."""
+        """ARGV of ``scripts.ACQUIRE``; ``passing``: a wake-up of another waiter to pass on;
+        ``scale``: as ``LockBase._args``'s."""
         return (
             token,
             f"{self.limit}|{_keys.OWNER}",
@@ -125,7 +126,7 @@ class SemaphoreBase(LockBase):
             self.name,
             self.limit,
             *self._flags,
-            self.registration_ms if register else 0,
+            int(self.registration_ms * scale) if register else 0,
             "1" if queued else "0",
             passing,
         )

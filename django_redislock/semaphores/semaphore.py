@@ -67,8 +67,8 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
             raise
         return True
 
-    def _recheck(self, client: Any, token: str, passing: str) -> Any:
-        args = self._acquire_argv(token, True, True, passing)
+    def _recheck(self, client: Any, token: str, passing: str, scale: float) -> Any:
+        args = self._acquire_argv(token, True, True, passing, scale)
         return self._outcome(run_script(client, ACQUIRE, self._layout.acquiring, args))
 
     def _give_up(self, client: Any, token: str, passing: str) -> int:

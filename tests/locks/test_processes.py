@@ -270,9 +270,12 @@ def test_a_dead_waiters_registration_is_dropped_when_met_and_nothing_of_it_is_le
     keys = holder.keys
     doomed = processes.start(wait_forever, "registered")
     (dead,) = registrations(real_backend, keys, 1)
+    # The live waiter queues behind it while it lives (its registration, renewed while it
+    # waits, then keeps the hash: a process slow to start must not find it expired).
+    processes.start(wait_and_report, "registered")
+    registrations(real_backend, keys, 2)
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.join(5)
-    processes.start(wait_and_report, "registered")
     # The hash expires no sooner than its latest deadline (the server's clock: this host's).
     latest = max(registrations(real_backend, keys, 2).values())
     assert real_backend.client.pttl(keys.registrations) >= latest - time.time() * 1000 - 50
