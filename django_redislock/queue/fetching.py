@@ -98,25 +98,29 @@ class WorkerCalls:
         wait = None if reply[0] < 0 else reply[0] / 1000
         lost = [text(job_id) for job_id in reply[1]]
         name, lease, holder = self.name, f"{worker or '-'}#", worker or None
-        jobs = []
+        jobs: list[Job] = []
+        add = jobs.append
         for i in range(2, len(reply), 10):
             job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
                 i : i + 10
             ]
             attempts = number(attempts)
-            jobs.append(
+            task, args, kwargs = decoded(task, args, kwargs)
+            add(
                 leased_job(
                     text(job_id),
                     name,
-                    *decoded(task, args, kwargs),
-                    priority=number(priority),
-                    attempts=attempts,
-                    score=number(due),
-                    enqueued=number(enqueued),
-                    lease=f"{lease}{attempts}",
-                    worker=holder,
-                    workers=tuple(text(workers).split(",")),
-                    meta=decoded_meta(meta),
+                    task,
+                    args,
+                    kwargs,
+                    number(priority),
+                    attempts,
+                    number(due),
+                    number(enqueued),
+                    f"{lease}{attempts}",
+                    holder,
+                    tuple(text(workers).split(",")),
+                    decoded_meta(meta) if meta else {},
                 )
             )
         return Fetched(jobs, wait, lost)

@@ -164,7 +164,6 @@ def leased_job(
     task: str,
     args: list[Any],
     kwargs: dict[str, Any],
-    *,
     priority: int,
     attempts: int,
     score: int,
@@ -175,36 +174,42 @@ def leased_job(
     meta: dict[str, Any],
 ) -> Job:
     """``Job(...)`` of a job just leased (running; the other fields their defaults), made
-    without a frozen dataclass's one ``object.__setattr__`` per field: a fifth of the time,
-    for every job a worker fetches."""
-    job = object.__new__(Job)
-    job.__dict__.update(
-        id=job_id,
-        queue=queue,
-        task=task,
-        args=args,
-        kwargs=kwargs,
-        priority=priority,
-        attempts=attempts,
-        state=_RUNNING,
-        score=score,
-        enqueued=enqueued,
-        started=0,
-        finished=0,
-        lease=lease,
-        worker=worker,
-        workers=workers,
-        error="",
-        error_class="",
-        traceback="",
-        result=None,
-        meta=meta,
-        errors=(),
-    )
+    without a frozen dataclass's one ``object.__setattr__`` per field: its fields are a
+    copy of a leased job's defaults, with this job's values put in (a fifth of the time,
+    for every job a worker fetches)."""
+    fields = _LEASED.copy()
+    fields["id"] = job_id
+    fields["queue"] = queue
+    fields["task"] = task
+    fields["args"] = args
+    fields["kwargs"] = kwargs
+    fields["priority"] = priority
+    fields["attempts"] = attempts
+    fields["score"] = score
+    fields["enqueued"] = enqueued
+    fields["lease"] = lease
+    fields["worker"] = worker
+    fields["workers"] = workers
+    fields["meta"] = meta
+    job = _new(Job)
+    _set(job, "__dict__", fields)
     return job
 
 
-_RUNNING = JobState.RUNNING.value
+# Every field of a leased job, in the dataclass's order; those not set by leased_job keep
+# these values (immutable ones: the copies share them).
+_LEASED: dict[str, Any] = {name: None for name in Job.__dataclass_fields__}
+_LEASED.update(
+    state=JobState.RUNNING.value,
+    started=0,
+    finished=0,
+    error="",
+    error_class="",
+    traceback="",
+    result=None,
+    errors=(),
+)
+_new, _set = object.__new__, object.__setattr__
 
 
 def not_a_hash(job_id: str, queue: str) -> Job:

@@ -247,12 +247,12 @@ def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
     put(result, "status", TaskResultStatus.RUNNING)
     put(result, "enqueued_at", when(job.enqueued))
     put(result, "started_at", now)
-    put(result, "finished_at", when(job.finished))
+    put(result, "finished_at", when(job.finished) if job.finished else None)
     put(result, "last_attempted_at", now)
     put(result, "args", args)
     put(result, "kwargs", kwargs)
     put(result, "backend", backend)
-    put(result, "errors", _errors(job))
+    put(result, "errors", _errors(job) if job.errors or job.error else [])
     put(result, "worker_ids", list(job.workers))
     put(result, "_return_value", None)
     return result
@@ -268,6 +268,14 @@ def restored(task: Any, job: Job, fallback: str | None) -> Any:
     """``task`` as ``job`` was enqueued: priority, queue, and from the job's metadata the
     backend alias and ``run_after``. If that alias is gone or no longer takes the queue, the
     ``fallback`` alias's; if nothing validates, the task as declared."""
+    meta = job.meta
+    if (
+        job.priority == task.priority
+        and job.queue == task.queue_name
+        and "run_after" not in meta
+        and meta.get("backend", task.backend) == task.backend
+    ):
+        return task  # as enqueued: the usual job
     changes: dict[str, Any] = {}
     if job.priority != task.priority:
         changes["priority"] = job.priority

@@ -25,7 +25,6 @@ from secrets import token_hex
 from typing import Any
 
 import redis
-from django.db import close_old_connections
 
 from ...conf import conf
 from ...exceptions import JobTimeLimitExceeded, RedisUnavailable
@@ -34,6 +33,7 @@ from ..fetch_scripts import MAX_BATCH
 from ..queue import Job, Queue, get_queue
 from ..time_limits import queue_graces, queue_time_limits
 from .background import Background
+from .connections import close_stale_connections
 from .leases import Leases
 from .registry import Heartbeat
 from .runner import Runner
@@ -212,7 +212,7 @@ class Worker:
                 if not leases.has_ahead():
                     if self.burst and wait != 0:
                         break
-                    close_old_connections()  # as after a request: none kept open idle
+                    close_stale_connections()  # as after a request: none kept open idle
                     self._guarded(self.waiter.wait_for, wait)
                 continue
             self._guarded(leases.send_ahead, self._budget())

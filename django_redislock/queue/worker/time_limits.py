@@ -68,6 +68,22 @@ def _is_async(func: Callable[..., Any]) -> bool:
 class Watch:
     """One running job's limit: ``call`` runs its function under it, in the calling thread."""
 
+    __slots__ = (
+        "cancel",
+        "deadline",
+        "gate",
+        "grace",
+        "job",
+        "kind",
+        "limits",
+        "queue",
+        "seconds",
+        "sent",
+        "sent_at",
+        "thread_id",
+        "warned",
+    )
+
     def __init__(
         self, limits: TimeLimits, queue: Queue, job: Job, seconds: float, grace: float
     ) -> None:
