@@ -25,11 +25,10 @@ from ..tasks.results import (
     TaskError,
     TaskResultStatus,
     restored,
-    returned,
     running_result,
     signals,
-    to_json,
 )
+from ..tasks.values import returned, to_json
 from .jobs import Job
 
 

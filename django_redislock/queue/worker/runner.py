@@ -19,7 +19,7 @@ import redis
 
 from ...exceptions import InvalidTask, JobCancelled, RedisUnavailable
 from ..execution import run_job
-from ..jobs import error_text
+from ..job_codec import error_text
 from ..queue import Job, Queue
 from .connections import close_stale_connections
 
