@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from .jobs import encoded, encoded_meta
+from .job_codec import encoded, encoded_meta
 
 
 class Made(NamedTuple):

@@ -24,7 +24,8 @@ from functools import partial
 from django.db import transaction
 
 from .arguments import Made
-from .jobs import AttemptError, Job, JobState, dumps, error_text, trimmed
+from .job_codec import dumps, error_text, trimmed
+from .jobs import AttemptError, Job, JobState
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from ..exceptions import InvalidTask
 from ..metrics.tracing import traced_run
-from ..tasks.receivers import receivers
+from ..tasks.receivers import Receivers, receivers
 from ..tasks.results import (
     NOT_A_TASK,
     Task,
@@ -25,11 +25,10 @@ from ..tasks.results import (
     TaskError,
     TaskResultStatus,
     restored,
-    returned,
     running_result,
     signals,
-    to_json,
 )
+from ..tasks.values import returned, to_json
 from .jobs import Job
 
 
@@ -67,6 +66,21 @@ def _resolve(path: str) -> Any:
     return obj
 
 
+_SUCCESSFUL, _FAILED = TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED
+_signalled: dict[Any, tuple[Receivers, Receivers]] = {}
+
+
+def _receivers(sender: Any) -> tuple[Receivers, Receivers]:
+    """The receivers of ``task_started`` and ``task_finished`` for ``sender``."""
+    found = _signalled.get(sender)
+    if found is None:
+        found = _signalled[sender] = (
+            receivers(signals.task_started, sender),
+            receivers(signals.task_finished, sender),
+        )
+    return found
+
+
 @traced_run
 def run_job(job: Job, watch: Watch | None = None) -> str:
     """Run a leased job as its task, sending the framework's ``task_started`` and
@@ -77,11 +91,7 @@ def run_job(job: Job, watch: Watch | None = None) -> str:
         raise InvalidTask(NOT_A_TASK)
     task = restored(resolve_task(job.task), job, None)
     # Sent by the class of the task's backend, as the framework's own backends send them.
-    sender = type(task.get_backend())
-    started, finished = (
-        receivers(signals.task_started, sender),
-        receivers(signals.task_finished, sender),
-    )
+    started, finished = _receivers(type(task.get_backend()))
     result = running_result(job, task, task.backend, timezone.now())
     started.send(task_result=result)
     try:
@@ -91,21 +101,21 @@ def run_job(job: Job, watch: Watch | None = None) -> str:
         else:  # as task.call does, under the limit
             value = watch.call(task.func, args, job.kwargs)
         try:  # normalised as the framework's own backends do (tuples, bytes, mappings)
-            text = to_json(value)
+            text = "null" if value is None else to_json(value)
         except (TypeError, ValueError) as exc:
             raise InvalidTask(
                 f"{job.task} returned a value that is not JSON-serializable ({exc})."
             ) from exc
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, CancelledError too
         cls = type(exc)
-        object.__setattr__(result, "status", TaskResultStatus.FAILED)
+        object.__setattr__(result, "status", _FAILED)
         object.__setattr__(result, "finished_at", timezone.now())
         path = f"{cls.__module__}.{cls.__qualname__}"
         trace = "".join(traceback.format_exception(cls, exc, exc.__traceback__))
         result.errors.append(TaskError(exception_class_path=path, traceback=trace))
         finished.send(task_result=result)
         raise
-    object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+    object.__setattr__(result, "status", _SUCCESSFUL)
     object.__setattr__(result, "finished_at", timezone.now())
     object.__setattr__(result, "_return_value", returned(value, text))
     finished.send(task_result=result)

@@ -9,7 +9,8 @@ from typing import Any, NamedTuple
 
 from ..redis.scripts import LuaScript
 from .fetch_scripts import PEEK
-from .jobs import Job, decoded, decoded_meta, leased_job, number, text
+from .job_codec import decoded, decoded_meta
+from .jobs import Job, leased_job, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 
@@ -74,21 +75,24 @@ class WorkerCalls:
     ) -> tuple[list[str], list[Any]]:
         """START's keys after the fixed ones, and its arguments: acknowledge ``finished``,
         charge ``started`` (POP ends with the same)."""
-        if max(len(finished), len(started)) > MAX_BATCH:
+        n_finished, n_started = len(finished), len(started)
+        if n_finished > MAX_BATCH or n_started > MAX_BATCH:
             raise ValueError(f"One START or POP takes at most {MAX_BATCH} jobs of each kind.")
         keys = self.keys
+        job_prefix, result_prefix = keys.job_prefix, keys.result_prefix
         job_keys: list[str] = []
         args: list[Any] = [
             worker or "-",
             max(1, round(self.result_ttl * 1000)),
-            len(finished),
-            len(started),
+            n_finished,
+            n_started,
         ]
         for job, result in finished:
-            job_keys += (keys.job(job.id), keys.result(job.id))
-            args += (job.id, job.lease or "", result or "")
+            job_id = job.id
+            job_keys += (job_prefix + job_id, result_prefix + job_id)
+            args += (job_id, job.lease or "", result or "")
         for job in started:
-            job_keys.append(keys.job(job.id))
+            job_keys.append(job_prefix + job.id)
             args += (job.id, job.lease or "")
         job_keys.append(keys.done)  # last: where the finished jobs kept are indexed
         return job_keys, args
@@ -98,25 +102,29 @@ class WorkerCalls:
         wait = None if reply[0] < 0 else reply[0] / 1000
         lost = [text(job_id) for job_id in reply[1]]
         name, lease, holder = self.name, f"{worker or '-'}#", worker or None
-        jobs = []
+        jobs: list[Job] = []
+        add = jobs.append
         for i in range(2, len(reply), 10):
             job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
                 i : i + 10
             ]
             attempts = number(attempts)
-            jobs.append(
+            task, args, kwargs = decoded(task, args, kwargs)
+            add(
                 leased_job(
                     text(job_id),
                     name,
-                    *decoded(task, args, kwargs),
-                    priority=number(priority),
-                    attempts=attempts,
-                    score=number(due),
-                    enqueued=number(enqueued),
-                    lease=f"{lease}{attempts}",
-                    worker=holder,
-                    workers=tuple(text(workers).split(",")),
-                    meta=decoded_meta(meta),
+                    task,
+                    args,
+                    kwargs,
+                    number(priority),
+                    attempts,
+                    number(due),
+                    number(enqueued),
+                    f"{lease}{attempts}",
+                    holder,
+                    tuple(text(workers).split(",")),
+                    decoded_meta(meta) if meta else {},
                 )
             )
         return Fetched(jobs, wait, lost)

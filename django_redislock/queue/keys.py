@@ -46,7 +46,7 @@ class QueueKeys:
         self.done = self.base + "done"
         self.fixed = (self.ready, self.sched, self.run, self.dead, self.seq, self.wake)
         self.job_prefix = self.base + "j:"
-        self._result = self.base + "result:"
+        self.result_prefix = self.base + "result:"
 
     def job(self, job_id: str) -> str:
         return self.job_prefix + job_id
@@ -60,7 +60,7 @@ class QueueKeys:
         return self.job_prefix + job_id + ":corrupt"
 
     def result(self, job_id: str) -> str:
-        return self._result + job_id
+        return self.result_prefix + job_id
 
     def tick(self, entry: str) -> str:
         return self.base + "tick:" + entry

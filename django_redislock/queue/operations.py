@@ -11,16 +11,8 @@ from typing import Any
 from ..exceptions import JobNotFound
 from ..redis.scripts import LuaScript
 from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, REQUEUE_RUNNING, RETRY_DEAD
-from .jobs import (
-    LISTED_STATES,
-    Field,
-    Job,
-    JobState,
-    attempt_error,
-    from_hash,
-    not_a_hash,
-    text,
-)
+from .job_codec import attempt_error, from_hash, not_a_hash
+from .jobs import LISTED_STATES, Field, Job, JobState, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 

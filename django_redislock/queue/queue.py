@@ -15,7 +15,8 @@ from ..redis.scripts import LuaScript
 from .arguments import MAX_DELAY, checked_delay
 from .fetch_scripts import POP
 from .fetching import Fetched, WorkerCalls
-from .jobs import Job, JobState, attempt_error, error_text, text, trimmed
+from .job_codec import attempt_error, error_text, trimmed
+from .jobs import Job, JobState, text
 from .keys import QueueKeys
 from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH

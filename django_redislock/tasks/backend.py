@@ -32,20 +32,18 @@ from ..metrics import tracing
 from ..queue.arguments import Made, due_argument, new_id
 from ..queue.eager import eager_job, run_now
 from ..queue.execution import resolve_task
-from ..queue.jobs import encoded_meta
+from ..queue.job_codec import encoded_meta
 from ..queue.on_commit import commit_alias, described, push_at_commit
 from ..queue.producing import Enqueued
 from ..queue.queue import Job, Queue, get_queue
 from ..redis.clients import get_redis
+from .receivers import announce_enqueued, enqueued_receivers
 from .results import (
     FRAMEWORK,
     NOT_A_TASK,
     FrameworkInvalidTask,
     RedisTask,
     TaskResultDoesNotExist,
-    announce_enqueued,
-    arguments,
-    enqueued_receivers,
     framework_backends,
     new_result,
     restored,
@@ -54,6 +52,7 @@ from .results import (
     task_result,
     when,
 )
+from .values import arguments
 
 __all__ = ["FRAMEWORK", "RedisTaskBackend"]
 

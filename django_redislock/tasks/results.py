@@ -1,6 +1,7 @@
 """A queue job seen as a Django task: the framework's classes (``django.tasks`` on Django 6,
-the ``django-tasks`` backport on Django 5.2), a task's arguments as a job stores them, and a
-job's ``TaskResult``. Which task a job names is ``queue.execution.resolve_task``'s.
+the ``django-tasks`` backport on Django 5.2), a job's ``TaskResult`` and the task it was
+enqueued as. Which task a job names is ``queue.execution.resolve_task``'s; its arguments
+and return value as JSON are ``values``'.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import django
 from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask
-from ..queue.jobs import AttemptError, Job, JobState, dumps_scalars
+from ..queue.jobs import AttemptError, Job, JobState
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 try:
@@ -78,37 +79,12 @@ _STATUS: dict[str, Any] = {
     JobState.UNKNOWN: TaskResultStatus.FAILED,  # not a hash in Redis: the worker buries it
 }
 NOT_A_TASK = "The job's payload is not a JSON task description."
-dumps = json.JSONEncoder(separators=(",", ":")).encode
+# Types JSON gives back as they went in (exact types: a subclass comes back as its base).
+SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def when(epoch_ms: int) -> datetime | None:
     return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc) if epoch_ms else None
-
-
-def enqueued_receivers(sender: type) -> list[Any] | None:
-    """The receivers of the framework's ``task_enqueued`` for ``sender``, looked up while a
-    job is on its way to Redis (``announce_enqueued`` calls them once it is in): the look-up
-    is most of what the signal costs. None when ``Signal.send`` itself must deliver it
-    (asynchronous receivers, or a dispatcher unlike Django 5.2's and 6's)."""
-    signal = signals.task_enqueued
-    if not signal.receivers:
-        return []
-    try:  # (Django's own look-up, a private method)
-        sync, asynchronous = signal._live_receivers(sender)
-    except (AttributeError, TypeError, ValueError):
-        return None
-    return None if asynchronous else list(sync)
-
-
-def announce_enqueued(sender: type, result: Any, receivers: list[Any] | None) -> None:
-    """Send ``task_enqueued`` for ``result``, as ``Signal.send`` would, to the ``receivers``
-    ``enqueued_receivers`` found (None: through ``Signal.send``)."""
-    signal = signals.task_enqueued
-    if receivers is None:
-        signal.send(sender, task_result=result)
-        return
-    for receiver in receivers:
-        receiver(signal=signal, sender=sender, task_result=result)
 
 
 def _errors(job: Job) -> list[Any]:
@@ -229,13 +205,13 @@ def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
         return result
     args, kwargs = job.args, job.kwargs
     for value in args:  # normalised as TaskResult's __post_init__ does: scalars stay
-        if type(value) not in _SCALARS:
+        if type(value) not in SCALARS:
             args = normalize_json(args)
             break
     else:
         args = list(args)
     for value in kwargs.values():
-        if type(value) not in _SCALARS:
+        if type(value) not in SCALARS:
             kwargs = normalize_json(kwargs)
             break
     else:
@@ -247,27 +223,29 @@ def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
     put(result, "status", TaskResultStatus.RUNNING)
     put(result, "enqueued_at", when(job.enqueued))
     put(result, "started_at", now)
-    put(result, "finished_at", when(job.finished))
+    put(result, "finished_at", when(job.finished) if job.finished else None)
     put(result, "last_attempted_at", now)
     put(result, "args", args)
     put(result, "kwargs", kwargs)
     put(result, "backend", backend)
-    put(result, "errors", _errors(job))
+    put(result, "errors", _errors(job) if job.errors or job.error else [])
     put(result, "worker_ids", list(job.workers))
     put(result, "_return_value", None)
     return result
-
-
-def returned(value: Any, text: str) -> Any:
-    """A task's return value as its result keeps it: ``text`` (``to_json(value)``) decoded;
-    a plain scalar comes back as it went in, so it is not decoded."""
-    return value if type(value) in _SCALARS else json.loads(text)
 
 
 def restored(task: Any, job: Job, fallback: str | None) -> Any:
     """``task`` as ``job`` was enqueued: priority, queue, and from the job's metadata the
     backend alias and ``run_after``. If that alias is gone or no longer takes the queue, the
     ``fallback`` alias's; if nothing validates, the task as declared."""
+    meta = job.meta
+    if (
+        job.priority == task.priority
+        and job.queue == task.queue_name
+        and "run_after" not in meta
+        and meta.get("backend", task.backend) == task.backend
+    ):
+        return task  # as enqueued: the usual job
     changes: dict[str, Any] = {}
     if job.priority != task.priority:
         changes["priority"] = job.priority
@@ -305,42 +283,3 @@ def stand_in(path: str, reason: str) -> Callable[..., Any]:
     refused.__module__ = module
     refused.__name__ = refused.__qualname__ = name or "<no task>"
     return refused
-
-
-def to_json(value: Any) -> str:
-    """``value`` as JSON text, accepting what the framework's ``normalize_json`` accepts
-    (tuples, bytes, any mapping or sequence); TypeError or ValueError otherwise."""
-    if value is None:  # what most tasks return
-        return "null"
-    try:  # plain JSON types, the usual case: json's C encoder checks them at once
-        return dumps(value)
-    except TypeError:
-        return dumps(normalize_json(value))
-
-
-# Types JSON gives back as they went in (exact types: a subclass comes back as its base).
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def arguments(args: Any, kwargs: Any) -> tuple[list[Any], dict[str, Any], str, str]:
-    """A task's arguments as the worker will receive them (normalised as the framework
-    does, then through JSON: dict keys become strings), and as the job stores them (JSON
-    text; "" for no kwargs)."""
-    # The usual call passes scalars only: JSON would give them back unchanged, so they are
-    # encoded once, and not decoded.
-    for value in args:
-        if type(value) not in _SCALARS:
-            break
-    else:
-        for key, value in kwargs.items():
-            if type(key) is not str or type(value) not in _SCALARS:
-                break
-        else:
-            args, kwargs = list(args), dict(kwargs)
-            return args, kwargs, dumps_scalars(args), dumps_scalars(kwargs) if kwargs else ""
-    try:
-        text = to_json([args, kwargs])
-    except TypeError as exc:
-        raise TypeError(f"Task arguments must be JSON-serializable: {exc}") from exc
-    args, kwargs = json.loads(text)
-    return args, kwargs, dumps(args), dumps(kwargs) if kwargs else ""

@@ -8,16 +8,8 @@ from typing import Any
 
 import pytest
 
-from django_redislock.queue.jobs import (
-    LISTED_STATES,
-    Field,
-    Job,
-    JobState,
-    decoded,
-    from_hash,
-    leased_job,
-    number,
-)
+from django_redislock.queue.job_codec import decoded, from_hash
+from django_redislock.queue.jobs import LISTED_STATES, Field, Job, JobState, leased_job, number
 from django_redislock.queue.keys import QueueKeys
 from django_redislock.queue.lua import script
 
@@ -82,7 +74,7 @@ SCALAR_VALUES = [
 
 @pytest.mark.parametrize("value", SCALAR_VALUES, ids=repr)
 def test_scalars_encode_exactly_as_the_json_encoder_does(value: object) -> None:
-    from django_redislock.queue.jobs import dumps, dumps_scalars
+    from django_redislock.queue.job_codec import dumps, dumps_scalars
 
     assert dumps_scalars(value) == dumps(value)  # type: ignore[arg-type]
 

@@ -411,7 +411,7 @@ def test_redis_errors_are_not_wrapped_twice(caplog: pytest.LogCaptureFixture) ->
 
     worker.stopping.set()  # no backoff sleep
     with caplog.at_level(logging.WARNING):
-        assert worker._guarded(step) is False
+        assert worker.guard.attempt(step) is False
     (record,) = caplog.records
     assert record.getMessage().count("unreachable") == 1
 

@@ -171,8 +171,8 @@ class Channel:
                 for loaded in (START, POP):
                     self.conn.send_command("SCRIPT", "LOAD", loaded.source)
                     self.conn.read_response()
-            keys = (*self.queue.keys.fixed, *call[0])
-            command = ("EVALSHA", script.sha, len(keys), *keys, *call[1])
+            fixed, (keys, args) = self.queue.keys.fixed, call
+            command = ("EVALSHA", script.sha, len(fixed) + len(keys), *fixed, *keys, *args)
             self.conn.send_packed_command(self.pack(command), check_health=False)
         except (*UNAVAILABLE, OSError) as exc:
             self._drop()

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from ...exceptions import RedisUnavailable
 from ..queue import Job, Queue
+from .acknowledgements import ACK_HOLD, Acknowledgements, Finished
 from .background import Background, periodic
 from .channel import Channel
 from .renewal import Leased, Renewal
@@ -30,11 +31,8 @@ logger = logging.getLogger("django_redislock.queue.leases")  # the name users' L
 # QUICK seconds; back to one after a slower job.
 PREFETCH_MAX = 32
 QUICK = 0.005
-ACK_HOLD = 0.05  # longest wait of a finished job for its acknowledgement
 GIVE_BACK_AFTER = 0.25  # a job running this long gives back the jobs leased behind it
 TEND = 0.05  # how often the keeper thread looks
-
-Finished = list[tuple[Job, "str | None"]]
 
 
 def _sooner(soonest: float | None, wait: float | None) -> float | None:
@@ -69,14 +67,15 @@ class Leases:
         self.changed = threading.Condition(self.lock)
         self.job_started = 0.0  # when the latest job started
         self.ahead: deque[Leased] = deque()
-        self.finished: dict[Queue, Finished] = {}
-        self.finished_since = 0.0
-        self.held = threading.Lock()  # guards ahead and finished
+        self.held = threading.Lock()  # guards ahead
+        self.finished = Acknowledgements()  # not sent yet (one at a time), or to send again
         self.prefetch = 1
         # Each queue's acknowledgements (and, one job at a time, starts and fetches) go out
         # in order on a connection of the worker's own. Serving one queue one job at a
         # time, the next fetch is sent before the jobs ahead run out, and read when they have.
-        self.channels = {q: Channel(q, worker_id, self._warn_lost, self._unfinish) for q in queues}
+        self.channels = {
+            q: Channel(q, worker_id, self._warn_lost, self.finished.put_back) for q in queues
+        }
         single = one_at_a_time and len(self.queues) == 1
         self.flight = self.channels[self.queues[0]] if single else None
         self.renewal = Renewal(
@@ -114,8 +113,7 @@ class Leases:
         count = self.prefetch if budget is None else min(self.prefetch, budget)
         soonest = None
         for queue in self.queues:
-            with self.held:
-                finished = self.finished.pop(queue, [])
+            finished = self.finished.take(queue)
             if count <= 0 and not finished:
                 soonest = 0.0
                 continue
@@ -132,11 +130,10 @@ class Leases:
         flight, prefetch = self.flight, self.prefetch
         if flight is None or prefetch <= 2 or flight.fetching:
             return
-        with self.held:
-            ahead = len(self.ahead)
-            if ahead > prefetch // 2:
-                return
-            finished = self.finished.pop(flight.queue, [])
+        ahead = len(self.ahead)
+        if ahead > prefetch // 2:
+            return
+        finished = self.finished.take(flight.queue)
         count = prefetch if budget is None else min(prefetch, budget - ahead - 1)
         flight.send_fetch(max(0, count), finished)  # on failure, fetched again when needed
 
@@ -158,14 +155,13 @@ class Leases:
         for queue in self.queues:
             if free - started <= 0:
                 return started, 0.0
-            with self.held:
-                finished = self.finished.pop(queue, [])
+            finished = self.finished.take(queue)
             try:
                 jobs, wait, lost = queue.fetch(
                     free - started, worker=self.worker_id, finished=finished
                 )
             except BaseException:
-                self._unfinish(queue, finished)
+                self.finished.put_back(queue, finished)
                 raise
             self._warn_lost(lost)
             for job in jobs:
@@ -188,17 +184,12 @@ class Leases:
         with self.lock:
             self.running[(queue.name, job.id)] = Leased(queue, job)
         if self.one_at_a_time:  # leased ahead: charge its attempt now, acknowledge those before
-            with self.held:
-                finished = self.finished.pop(queue, [])
-            self.channels[queue].note(finished, [job])
+            self.channels[queue].note(self.finished.take(queue), [job])
         self.job_started = time.monotonic()
 
     def succeeded(self, queue: Queue, job: Job, value: str | None) -> None:
         if self.one_at_a_time:  # acknowledged with the next start or fetch, or by the keeper
-            with self.held:
-                if not self.finished:
-                    self.finished_since = time.monotonic()
-                self.finished.setdefault(queue, []).append((job, value))
+            self.finished.add(queue, job, value)
         else:  # at once, so that no finished job depends on this process living on
             self.channels[queue].note([(job, value)])
 
@@ -260,10 +251,8 @@ class Leases:
         flight = self.flight
         if flight is not None and flight.fetching and (running_for > ACK_HOLD or stopping):
             self._collect(flight)  # its jobs join those ahead: renewed, or given back below
+        finished = self.finished.take_all(overdue_only=True)
         with self.held:
-            finished: dict[Queue, Finished] = {}
-            if self.finished and now - self.finished_since > ACK_HOLD:
-                finished, self.finished = self.finished, {}
             ahead: list[Leased] = []
             if self.ahead and (running_for > GIVE_BACK_AFTER or stopping):
                 ahead = list(self.ahead)
@@ -298,8 +287,8 @@ class Leases:
         try:
             if self.flight is not None:
                 self._collect(self.flight)
+            finished = self.finished.take_all()
             with self.held:
-                finished, self.finished = self.finished, {}
                 ahead = list(self.ahead)
                 self.ahead.clear()
             self._acknowledge(finished)
@@ -311,12 +300,6 @@ class Leases:
         finally:
             for channel in self.channels.values():
                 channel.close()
-
-    def _unfinish(self, queue: Queue, finished: Sequence[tuple[Job, str | None]]) -> None:
-        """Put back acknowledgements that may not have reached Redis, to send again."""
-        if finished:
-            with self.held:
-                self.finished[queue] = [*finished, *self.finished.get(queue, [])]
 
     @staticmethod
     def _warn_lost(lost: Sequence[str]) -> None:

@@ -6,38 +6,37 @@ Its parts, each started and stopped here: ``Heartbeat`` (the worker's entry in t
 registry), ``Leases`` (fetching, leasing ahead, renewing, acknowledging, giving back),
 ``Runner`` (running one job as its task and recording the outcome), ``TimeLimits`` (each
 job's soft time limit), ``Waiter`` (sleeping until an enqueue or the next due job) and the
-``Scheduler`` (``SCHEDULE``'s ticks).
+``Scheduler`` (``SCHEDULE``'s ticks). Its fetches and waits go through ``Retrying`` (Redis
+trouble is waited out, never the worker's end); ``install_stop_signals`` handles SIGTERM
+and SIGINT.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import random
-import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from secrets import token_hex
 from typing import Any
 
-import redis
-from django.db import close_old_connections
-
 from ...conf import conf
-from ...exceptions import JobTimeLimitExceeded, RedisUnavailable
+from ...exceptions import JobTimeLimitExceeded
 from ...redis.durability import redis_durability_warnings
 from ..fetch_scripts import MAX_BATCH
 from ..queue import Job, Queue, get_queue
 from ..time_limits import queue_graces, queue_time_limits
 from .background import Background
+from .connections import close_stale_connections
 from .leases import Leases
 from .registry import Heartbeat
+from .retrying import Retrying
 from .runner import Runner
 from .schedule import Scheduler
+from .stop_signals import install_stop_signals
 from .supervisor import HARD_STOPPED
 from .time_limits import TimeLimits
 from .waiter import Waiter
@@ -47,22 +46,6 @@ __all__ = ["Worker"]
 logger = logging.getLogger("django_redislock.queue.worker")  # the name users' LOGGING knows
 
 MAX_CONCURRENCY = MAX_BATCH
-BACKOFF_MAX = 5.0
-# Connections found closed, one after the other (the waiter's, the channel's, the kept
-# one: one CLIENT KILL closes them all), retried at once before backing off.
-RECONNECT_AT_ONCE = 4
-
-
-def _closed_under_us(exc: BaseException) -> bool:
-    """Redis unreachable because a connection that was open got closed, not because a new
-    one could not be made (nor because Redis is loading its data)."""
-    cause = exc.__cause__
-    return (
-        isinstance(exc, RedisUnavailable)
-        and isinstance(cause, (redis.ConnectionError, OSError))
-        and not isinstance(cause, redis.BusyLoadingError)
-        and "connecting to" not in str(cause)
-    )
 
 
 class Worker:
@@ -103,8 +86,7 @@ class Worker:
         self.stopping = threading.Event()
         self.started_jobs = 0
         self.started_at = time.time()
-        self.backoff = 0.1
-        self.reconnects = 0  # failures in a row retried at once (connections found closed)
+        self.guard = Retrying(self.stopping)  # a failed fetch or wait: backed off, retried
         lease = min(q.lease for q in self.queues)
         beat = min(5.0, lease / 3)
         inline = concurrency == 1
@@ -179,7 +161,7 @@ class Worker:
         try:
             for warning in redis_durability_warnings(self.client):  # eviction, no persistence
                 logger.warning("%s (%s) %s", warning.msg, warning.id, warning.hint or "")
-            self._install_signals()
+            install_stop_signals(self.stopping, self.leases.running_count, self.stop)
             self.leases.start()
             self.limits.start()
             if self.scheduler is not None:
@@ -206,16 +188,16 @@ class Worker:
         while not self._done():
             item = leases.next()
             if item is None:
-                wait = self._guarded(leases.fetch_ahead, self._budget())
+                wait = self.guard.attempt(leases.fetch_ahead, self._budget())
                 if wait is False:
                     continue  # failed, and waited out the backoff
                 if not leases.has_ahead():
                     if self.burst and wait != 0:
                         break
-                    close_old_connections()  # as after a request: none kept open idle
-                    self._guarded(self.waiter.wait_for, wait)
+                    close_stale_connections()  # as after a request: none kept open idle
+                    self.guard.attempt(self.waiter.wait_for, wait)
                 continue
-            self._guarded(leases.send_ahead, self._budget())
+            self.guard.attempt(leases.send_ahead, self._budget())
             self.started_jobs += 1
             leases.ran(self.runner.run(*item))
 
@@ -233,14 +215,14 @@ class Worker:
                 free = max(0, free if budget is None else min(free, budget))
                 if free == 0 or self.stopping.is_set():
                     continue
-                found = self._guarded(self.leases.fetch, free, launch)
+                found = self.guard.attempt(self.leases.fetch, free, launch)
                 if found is False:
                     continue
                 started, wait = found
                 if not started:
                     if self.burst and wait != 0 and not self.leases.running_count():
                         break
-                    self._guarded(self.waiter.wait_for, wait)
+                    self.guard.attempt(self.waiter.wait_for, wait)
             # leaving the block waits for the running jobs: the drain
 
     def _budget(self) -> int | None:
@@ -252,61 +234,7 @@ class Worker:
             self.max_jobs is not None and self.started_jobs >= self.max_jobs
         )
 
-    def _guarded(self, step: Callable[..., Any], *args: Any) -> Any:
-        """``step(*args)`` (a fetch or a wait), or False after waiting out a backoff when it
-        failed: Redis away, or a bug; the worker never stops working for either."""
-        try:
-            found = step(*args)
-            self.backoff = 0.1
-            self.reconnects = 0
-            return found
-        except Exception as exc:
-            if _closed_under_us(exc) and self.reconnects < RECONNECT_AT_ONCE:
-                # A connection that worked was closed (CLIENT KILL, a proxy, a restart):
-                # not a reason to wait; if Redis is really away, connecting fails next.
-                self.reconnects += 1
-                logger.info("%s; reconnecting.", exc)
-                return False
-            if isinstance(exc, RedisUnavailable):
-                logger.warning("%s; retrying in %.1fs.", exc, self.backoff)
-            else:
-                logger.exception("Fetching jobs failed; retry in %.1fs.", self.backoff)
-            self.stopping.wait(self.backoff * random.uniform(0.5, 1))
-            self.backoff = min(self.backoff * 2, BACKOFF_MAX)
-            return False
-
     def stop(self) -> None:
         self.stopping.set()
         self.waiter.interrupt()
         self.leases.wake()  # never blocks a signal handler
-
-    def _install_signals(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        # SIGINT ignored: a process of --processes (its parent relays the terminal's Ctrl-C
-        # as SIGTERM: both would count as two signals), or started in the background.
-        interactive = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-
-        def on_signal(signum: int, frame: Any) -> None:
-            if self.stopping.is_set():
-                # Written straight to stdout, taking no lock: logging's or the stream's may
-                # be held by the very thread this handler interrupted, or by a job's thread.
-                with contextlib.suppress(OSError):
-                    os.write(
-                        1,
-                        b"Forced: exiting now; the jobs it held run again once their "
-                        b"leases run out.\n",
-                    )
-                os._exit(128 + signum)
-            running = self.leases.running_count()
-            if interactive:
-                logger.warning(
-                    "Stopping: finishing %d running job(s); Ctrl-C again to force.", running
-                )
-            else:  # its parent says how to force
-                logger.info("Stopping: finishing %d running job(s).", running)
-            self.stop()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        if interactive:
-            signal.signal(signal.SIGINT, on_signal)

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import redis
-from django.db import close_old_connections
 
 from ...exceptions import InvalidTask, JobCancelled, RedisUnavailable
 from ..execution import run_job
-from ..jobs import error_text
+from ..job_codec import error_text
 from ..queue import Job, Queue
+from .connections import close_stale_connections
 
 if TYPE_CHECKING:
     from .leases import Leases
@@ -53,7 +53,7 @@ class Runner:
         failed (ERROR when it was refused: it is not a task)."""
         self.leases.begin(queue, job)
         start = time.monotonic()
-        close_old_connections()
+        close_stale_connections()
         if self.log.isEnabledFor(logging.DEBUG):
             self.log.debug("%s: %s (%s) started", queue.name, job.task, job.id)
         try:
@@ -71,7 +71,7 @@ class Runner:
             return time.monotonic() - start
         finally:
             if not self.inline:  # inline, the next job's start or going idle closes them
-                close_old_connections()
+                close_stale_connections()
             self.leases.end(queue, job)
 
     def _failed(self, queue: Queue, job: Job, exc: BaseException, trace: str, ran: float) -> None:
