@@ -52,13 +52,21 @@ PARTS: list[tuple[str, list[str]]] = [
     ),
     (
         "decode: Job and JSON from POP's reply",
-        ["queue/fetching.py:%(fetched)", "queue/jobs", "json/decoder", "json/__init__"],
+        [
+            "queue/fetching.py:%(fetched)",
+            "queue/jobs",
+            "queue/job_codec",
+            "json/decoder",
+            "json/__init__",
+        ],
     ),
     ("START sent (charge + acks)", ["worker/channel", "queue/keys", "queue/fetching"]),
     (
         "Tasks: TaskResult, signals, result JSON",
         [
             "tasks/results",
+            "tasks/values",
+            "tasks/receivers",
             "django/dispatch",
             "django_tasks/",
             "django/tasks/",
@@ -72,11 +80,20 @@ PARTS: list[tuple[str, list[str]]] = [
         ],
     ),
     ("run_job, tracing hook, the task", ["queue/execution", "queue_tasks", "metrics/"]),
-    ("time limit watch", ["worker/time_limits", "queue/time_limits", "inspect.py", "asgiref/sync"]),
+    (
+        "time limit watch",
+        ["worker/time_limits", "worker/watch", "queue/time_limits", "inspect.py", "asgiref/sync"],
+    ),
     ("logging", ["logging/"]),
-    ("close_old_connections", ["django/db", "django/utils/connection", "asgiref/local"]),
-    ("leases bookkeeping, locks", ["worker/leases", "worker/renewal", "threading"]),
-    ("runner, loop", ["worker/runner", "worker/loop"]),
+    (
+        "close_old_connections",
+        ["worker/connections", "django/db", "django/utils/connection", "asgiref/local"],
+    ),
+    (
+        "leases bookkeeping, locks",
+        ["worker/leases", "worker/acknowledgements", "worker/renewal", "threading"],
+    ),
+    ("runner, loop", ["worker/runner", "worker/loop", "worker/retrying", "worker/stop_signals"]),
 ]
 
 
@@ -91,7 +108,7 @@ CUMULATIVE = [
     ("fetch: Leases.fetch_ahead", "leases.py:(fetch_ahead)"),
     ("fetch: Leases.send_ahead", "leases.py:(send_ahead)"),
     ("time limit: TimeLimits.watch", "time_limits.py:(watch)"),
-    ("time limit: Watch.call", "time_limits.py:(call)"),
+    ("time limit: Watch.call", "watch.py:(call)"),
     ("the task itself", "queue_tasks.py:(noop)"),
 ]
 
