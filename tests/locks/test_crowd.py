@@ -2,40 +2,47 @@
 blocks on a lock's wake-up list directly, the others through the process's wake-up listener,
 which gives each wake-up to its addressee; and their fallback re-checks are spaced out with
 their number (``locks.crowd``), so that a thousand of them do not keep the process too busy
-to take the hand-offs they wait for. On real redis-servers, standalone and Cluster."""
+to take the hand-offs they wait for. On real redis-servers: the test's own for counting
+blocked clients, the shared standalone one and a Cluster for the crowd."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
-from redis.cluster import RedisCluster
+import pytest
 
 from django_redislock import AsyncLock, Lock
 from django_redislock.locks import crowd
 from django_redislock.redis import wakeups
+from django_redislock.redis.clients import reset_connections
+from tests.support.servers import RedisServer
 from tests.support.waiting import wait_for
 
 THREADS = 20
 TASKS = 4 * crowd.CROWD  # four times the plain crowd: a four times longer fallback
 
 
-def blocked(backend: Any, key: str) -> set[str]:
-    """The ids of the clients blocked in a ``BLPOP`` on ``key``'s node now, but for the
-    process's wake-up listener."""
-    client = backend.client
-    if isinstance(client, RedisCluster):
-        client = client.get_redis_connection(client.get_node_from_key(key))
-    return {
-        c["id"]
-        for c in client.client_list()
-        if c.get("cmd") == "blpop" and c["name"] != wakeups.CLIENT_NAME
-    }
+@pytest.fixture
+def own_server(settings: Any) -> Iterator[RedisServer]:
+    """A redis-server of the test's own: no other test's clients block on it."""
+    with RedisServer() as own:
+        settings.REDISLOCK = {"URL": own.url}
+        reset_connections()
+        yield own
+    reset_connections()
 
 
-def test_threads_of_one_process_block_on_a_lock_through_one_connection(real_backend):
+def blocked_waiters(server: RedisServer) -> int:
+    """The clients blocked in a ``BLPOP`` now, but for the process's wake-up listener."""
+    clients = server.client().client_list()
+    return sum(c.get("cmd") == "blpop" and c["name"] != wakeups.CLIENT_NAME for c in clients)
+
+
+def test_threads_of_one_process_block_on_a_lock_through_one_connection(own_server):
     holder = Lock("crowded", ttl=30)
     assert holder.acquire(0)
     keys = holder.keys
@@ -48,13 +55,13 @@ def test_threads_of_one_process_block_on_a_lock_through_one_connection(real_back
         if len(got) == THREADS:
             done.set()
 
-    before = blocked(real_backend, keys.wake)  # left blocked by earlier tests, if any
     threads = [threading.Thread(target=wait, args=(n,)) for n in range(THREADS)]
     for thread in threads:
         thread.start()
-    wait_for(lambda: real_backend.client.zcard(keys.waiters) == THREADS, 10, "all queued")
+    client = own_server.client()
+    wait_for(lambda: client.zcard(keys.waiters) == THREADS, 10, "all queued")
     for _ in range(50):  # however the waits and re-checks interleave
-        assert len(blocked(real_backend, keys.wake) - before) <= 1
+        assert blocked_waiters(own_server) <= 1
         time.sleep(0.01)
     holder.release()
     assert done.wait(20), "every waiter got the lock in turn"
