@@ -20,9 +20,10 @@ from .actions import ACTIONS as LISTED_ACTIONS
 from .actions import MANAGE, Action, Gone, target
 from .job_actions import ACTIONS as LEFT_AND_DEAD_ACTIONS
 from .job_actions import BULK, MAX_CHECKED, bulk_perform, bulk_summary
+from .releasing import ACTIONS as RELEASE_ACTIONS
 from .rendering import REDIS_ERRORS, Rendering, can, corrupt
 
-ACTIONS = {**LISTED_ACTIONS, **LEFT_AND_DEAD_ACTIONS}
+ACTIONS = {**RELEASE_ACTIONS, **LISTED_ACTIONS, **LEFT_AND_DEAD_ACTIONS}
 
 logger = logging.getLogger("django_redislock.admin")
 

@@ -1,4 +1,5 @@
-"""The admin's destructive actions: what each needs, says before and does.
+"""The admin's destructive actions on jobs, and what every action needs, says before and
+does (the force-releases are in ``releasing``).
 
 An action's target is a few strings from the request (a lock name; a queue and a job id);
 ``describe`` says what confirming will do, ``perform`` does it. Both raise ``Gone`` when
@@ -20,12 +21,9 @@ from django.utils.timezone import localtime
 
 from ..conf import conf
 from ..exceptions import JobNotFound
-from ..locks.listing import describe_lock
-from ..locks.lock import Lock
 from ..names import validate_name
 from ..queue.jobs import LISTED_STATES, JobState
 from ..queue.queue import Job, Queue, get_queue
-from ..semaphores.semaphore import Semaphore
 from ..templatetags.redislock_admin import duration
 
 VIEW = "django_redislock.view_dashboard"
@@ -88,58 +86,6 @@ def _when(moment: datetime | None) -> str:
     seconds = moment.timestamp() - time.time()
     relative = f"in {duration(seconds)}" if seconds > 0 else f"{duration(seconds)} ago"
     return f"{date_format(localtime(moment), 'Y-m-d H:i:s')} ({relative})"
-
-
-# --- force release ------------------------------------------------------------------------
-
-
-def _describe_release(t: Mapping[str, str]) -> dict[str, Any]:
-    lock = describe_lock(t["name"])
-    if lock is None:
-        raise Gone(f"Lock “{t['name']}” is not held any more.")
-    waiters = f"; {lock.waiters} waiting, the first gets it at once" if lock.waiters else ""
-    return {
-        "summary": (
-            f"Force-release lock “{lock.name}”, held by {lock.host} (pid {lock.pid}) for "
-            f"{duration(lock.held_for)}, {duration(lock.ttl)} before it expires{waiters}."
-        ),
-        "warning": (
-            "Its holder is not told: if it is still working, it carries on while another "
-            "process holds the lock. Release only a lock whose holder is stuck or gone."
-        ),
-        "lock": lock,
-    }
-
-
-def _release(t: Mapping[str, str]) -> str:
-    if not Lock.force_release(t["name"]):
-        raise Gone(f"Lock “{t['name']}” was not held any more; nothing was done.")
-    return f"Lock “{t['name']}” was force-released."
-
-
-def _describe_release_semaphore(t: Mapping[str, str]) -> dict[str, Any]:
-    state = Semaphore(t["name"], limit=1).state()
-    if not state.held:
-        raise Gone(f"Semaphore “{t['name']}” has no permit held any more.")
-    limit = f" of {state.limit}" if state.limit else ""
-    waiters = f"; {state.waiters} waiting get them at once" if state.waiters else ""
-    return {
-        "summary": (
-            f"Force-release every permit of semaphore “{t['name']}”: {state.held}{limit} "
-            f"held{waiters}."
-        ),
-        "warning": (
-            "Their holders are not told: any still working carry on beside the processes "
-            "that get the permits. Release only when holders are stuck or gone."
-        ),
-        "semaphore": True,
-    }
-
-
-def _release_semaphore(t: Mapping[str, str]) -> str:
-    if not Semaphore.force_release(t["name"]):
-        raise Gone(f"Semaphore “{t['name']}” had no permit held any more; nothing was done.")
-    return f"Every permit of semaphore “{t['name']}” was force-released."
 
 
 # --- jobs ---------------------------------------------------------------------------------
@@ -255,14 +201,6 @@ def _purge(t: Mapping[str, str]) -> str:
     return dead_done(t, get_queue(t["queue"]).purge(JobState.DEAD), "deleted")
 
 
-def _as_lock(t: Mapping[str, str]) -> tuple[str, str]:
-    return t["name"], f"lock {t['name']}"
-
-
-def _as_semaphore(t: Mapping[str, str]) -> tuple[str, str]:
-    return t["name"], f"semaphore {t['name']}"
-
-
 def as_job(t: Mapping[str, str]) -> tuple[str, str]:
     return f"{t['queue']}:{t['job']}", f"job {t['job']} of queue {t['queue']}"
 
@@ -273,18 +211,6 @@ def _as_dead(t: Mapping[str, str]) -> tuple[str, str]:
 
 JOB = ("queue", "job")
 ACTIONS = {
-    "release": Action(
-        "Force release", RELEASE, DELETION, ("name",), _describe_release, _release, _as_lock
-    ),
-    "release_semaphore": Action(
-        "Force release",
-        RELEASE,
-        DELETION,
-        ("name",),
-        _describe_release_semaphore,
-        _release_semaphore,
-        _as_semaphore,
-    ),
     "run": Action("Run now", MANAGE, CHANGE, JOB, _describe_run, _run, as_job),
     "retry": Action("Retry", MANAGE, CHANGE, JOB, _describe_retry, _retry, as_job),
     "cancel": Action("Stop", MANAGE, CHANGE, JOB, _describe_cancel, _cancel, as_job),

@@ -19,8 +19,9 @@ from ..conf import conf
 from ..exceptions import RedisUnavailable
 from . import blocking, fastpath, wakeups
 from .direct_waits import direct_wait
-from .fastpath import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
-from .fastpath import dedicated, execute, mapped
+from .failures import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
+from .failures import mapped
+from .fastpath import dedicated, execute
 from .pools import with_connection
 from .scripts import LuaScript
 from .sentinel import SCHEMES as SENTINEL_SCHEMES

@@ -19,16 +19,15 @@ from typing import Any
 
 import hiredis
 import redis
-from redis.exceptions import ReadOnlyError
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
+from .failures import UNAVAILABLE, mapped
 from .pools import is_exhausted, with_connection
 from .wire import packer, read_reply, reads_directly
 
 logger = logging.getLogger(__name__)
 
-UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError)
 # A dedicated connection unused for this long is checked for a server-side close first.
 IDLE_CHECK_SECONDS = 1.0
 # After a reply that outlasted SPIN_WAIT, this many commands in a row wait without spinning,
@@ -286,20 +285,3 @@ def _call(meanwhile: Any) -> BaseException | None:
     except BaseException as exc:
         return exc
     return None
-
-
-def mapped(conn: Any, exc: BaseException) -> BaseException:
-    """What a command's failure on ``conn`` is raised as. A Redis error reply leaves the
-    connection in step; anything else disconnects it (a failover made the server a replica,
-    Redis went away, or the command was interrupted mid-reply)."""
-    if isinstance(exc, redis.ResponseError) and not isinstance(exc, ReadOnlyError):
-        return exc
-    conn.disconnect()
-    if isinstance(exc, ReadOnlyError):
-        error: BaseException = RedisUnavailable(f"Redis is read-only, failing over? ({exc})")
-    elif isinstance(exc, (*UNAVAILABLE, OSError)):
-        error = RedisUnavailable(f"Redis is unreachable ({exc})")
-    else:
-        return exc
-    error.__cause__ = exc
-    return error

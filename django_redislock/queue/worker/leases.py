@@ -208,12 +208,6 @@ class Leases:
         with self.lock:
             return [f"{q.name}:{job.id}" for q, job in self.running.values()]
 
-    # --- renewal ------------------------------------------------------------------------
-
-    def renew(self) -> None:
-        """Extend the leases of the jobs running and of those leased ahead, now."""
-        self.renewal.renew()
-
     def renewable(self) -> list[Leased]:
         """The jobs whose leases are kept: those running (but the ones left to lapse) and
         those leased ahead."""
@@ -240,7 +234,7 @@ class Leases:
         self.tend()
         if time.monotonic() >= self.next_renewal:
             self.next_renewal = time.monotonic() + self.renew_every
-            self.renew()
+            self.renewal.renew()
 
     def tend(self) -> None:
         """Acknowledge finished jobs held too long; give back the jobs leased ahead of a long

@@ -148,7 +148,7 @@ class Worker:
 
     def heartbeat(self) -> None:
         """Renew the leases held and write the registry entry, now."""
-        self.leases.renew()
+        self.leases.renewal.renew()  # the jobs running and those leased ahead, now
         self.tracker.beat()
 
     # --- life cycle -------------------------------------------------------------------

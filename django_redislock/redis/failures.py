@@ -1,0 +1,30 @@
+"""What a failed Redis command is raised as: ``RedisUnavailable`` for a server gone,
+read-only (failing over) or a connection cut mid-reply; a Redis error reply as it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from redis.exceptions import ReadOnlyError
+
+from ..exceptions import RedisUnavailable
+
+UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError)
+
+
+def mapped(conn: Any, exc: BaseException) -> BaseException:
+    """What a command's failure on ``conn`` is raised as. A Redis error reply leaves the
+    connection in step; anything else disconnects it (a failover made the server a replica,
+    Redis went away, or the command was interrupted mid-reply)."""
+    if isinstance(exc, redis.ResponseError) and not isinstance(exc, ReadOnlyError):
+        return exc
+    conn.disconnect()
+    if isinstance(exc, ReadOnlyError):
+        error: BaseException = RedisUnavailable(f"Redis is read-only, failing over? ({exc})")
+    elif isinstance(exc, (*UNAVAILABLE, OSError)):
+        error = RedisUnavailable(f"Redis is unreachable ({exc})")
+    else:
+        return exc
+    error.__cause__ = exc
+    return error
