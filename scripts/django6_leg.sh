@@ -7,8 +7,10 @@ cd "$(dirname "$0")/.."
 bash scripts/test_django6.sh "$@"
 rc=$?
 if [ "$rc" = 2 ] && [ "${CI:-}" != true ]; then
-  echo "!! The Django 6 leg did NOT run: no Python 3.12+ was found (see above)." >&2
-  echo "!! Django 5.2 passed; install Python 3.12+ to test Django 6 as well." >&2
+  if [ "${REDISLOCK_SETUP_ONLY:-}" != 1 ]; then
+    echo "!! The Django 6 leg did NOT run: no Python 3.12+ was found (see above)." >&2
+    echo "!! Install Python 3.12+ to test Django 6 as well." >&2
+  fi
   exit 0
 fi
 exit "$rc"
