@@ -4,7 +4,7 @@ it keeps, are ``job_codec``'s."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -188,6 +188,39 @@ def leased_job(
     fields["worker"] = worker
     fields["workers"] = workers
     fields["meta"] = meta
+    return as_job(fields)
+
+
+def enqueued_job(
+    job_id: str,
+    queue: str,
+    task: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    priority: int,
+    meta: dict[str, Any],
+    state: str,
+    score: int,
+    enqueued: int,
+) -> Job:
+    """``Job(...)`` of a job just enqueued (the other fields their defaults), made as
+    ``leased_job`` makes its own: for every job ``enqueue`` returns."""
+    fields = _ENQUEUED.copy()
+    fields["id"] = job_id
+    fields["queue"] = queue
+    fields["task"] = task
+    fields["args"] = args
+    fields["kwargs"] = kwargs
+    fields["priority"] = priority
+    fields["meta"] = meta
+    fields["state"] = state
+    fields["score"] = score
+    fields["enqueued"] = enqueued
+    return as_job(fields)
+
+
+def as_job(fields: dict[str, Any]) -> Job:
+    """A ``Job`` whose fields are ``fields`` (every one, in the dataclass's order)."""
     job = _new(Job)
     _set(job, "__dict__", fields)
     return job
@@ -206,4 +239,9 @@ _LEASED.update(
     result=None,
     errors=(),
 )
+# Every field of a job just enqueued, as _LEASED is of a job just leased.
+_ENQUEUED: dict[str, Any] = {
+    name: None if f.default is MISSING else f.default
+    for name, f in Job.__dataclass_fields__.items()
+}
 _new, _set = object.__new__, object.__setattr__

@@ -15,7 +15,7 @@ from ..redis.scripts import LuaScript
 from .arguments import JOB_ARGUMENTS, Made, checked_job_id, job_values, new_id, new_ids
 from .eager import run_eagerly
 from .enqueue_scripts import ADD, ENQUEUE
-from .jobs import Job, JobState, text
+from .jobs import Job, JobState, enqueued_job, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit
@@ -40,18 +40,24 @@ class Enqueued(NamedTuple):
 
     def placed(self) -> tuple[str, int, int]:
         """The job's state (a JobState name), score (due time) and enqueue time."""
-        return JobState.of_letter(text(self.state)).value, int(self.due), int(self.enqueued)
+        state = _STATE_NAMES.get(self.state) or JobState.of_letter(text(self.state)).value
+        return state, int(self.due), int(self.enqueued)
 
 
+# A state's letter as a script replies it (bytes, or str with decoded replies): its name.
+_STATE_NAMES = {
+    form: state.value
+    for state in JobState
+    if state.letter
+    for form in (state.letter, state.letter.encode())
+}
 _UNKNOWN = Enqueued(0, 0, READY, 0)  # for a job not pushed yet
 
 
 def _stamped(job: Job, reply: Enqueued) -> Job:
     """``job``, built before ENQUEUE's four values for it came, with its state and times."""
-    state, score, enqueued = reply.placed()
-    object.__setattr__(job, "state", state)
-    object.__setattr__(job, "score", score)
-    object.__setattr__(job, "enqueued", enqueued)
+    fields = vars(job)  # a frozen dataclass's, set before anyone else has seen the job
+    fields["state"], fields["score"], fields["enqueued"] = reply.placed()
     return job
 
 
@@ -229,15 +235,15 @@ class Producing:
     ) -> Job:
         """The Job enqueued, from ENQUEUE's four values for it."""
         state, score, enqueued = reply.placed()
-        return Job(
+        return enqueued_job(
             job_id,
             self.name,
             task,
             list(args),
             dict(kwargs),
             priority,
-            state=state,
-            score=score,
-            enqueued=enqueued,
-            meta=dict(meta or {}),
+            dict(meta or {}),
+            state,
+            score,
+            enqueued,
         )
