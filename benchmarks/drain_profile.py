@@ -101,7 +101,7 @@ CUMULATIVE = [
     ("Signal.send (task_started, task_finished)", "dispatcher.py:(send)"),
     ("Receivers.send (the same, since)", "receivers.py:(send)"),
     ("TaskResult built (task_result)", "results.py:(task_result)"),
-    ("TaskResult built (running_result, since)", "results.py:(running_result)"),
+    ("TaskResult built (running_result, since)", "new_results.py:(running_result)"),
     ("close_old_connections", "db/__init__.py:(close_old_connections)"),
     ("START: Channel.note", "channel.py:(note)"),
     ("decode: WorkerCalls.fetched", "fetching.py:(fetched)"),

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from ..exceptions import InvalidTask
 from ..metrics.tracing import traced_run
+from ..tasks.new_results import running_result
 from ..tasks.receivers import Receivers, receivers
 from ..tasks.results import (
     NOT_A_TASK,
@@ -25,7 +26,6 @@ from ..tasks.results import (
     TaskError,
     TaskResultStatus,
     restored,
-    running_result,
     signals,
 )
 from ..tasks.values import returned, to_json

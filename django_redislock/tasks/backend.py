@@ -37,6 +37,7 @@ from ..queue.on_commit import commit_alias, described, push_at_commit
 from ..queue.producing import Enqueued
 from ..queue.queue import Job, Queue, get_queue
 from ..redis.clients import get_redis
+from .new_results import new_result
 from .receivers import announce_enqueued, enqueued_receivers
 from .results import (
     FRAMEWORK,
@@ -45,7 +46,6 @@ from .results import (
     RedisTask,
     TaskResultDoesNotExist,
     framework_backends,
-    new_result,
     restored,
     signals,
     stand_in,

@@ -6,7 +6,6 @@ and return value as JSON are ``values``'.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 from collections.abc import Callable
@@ -87,7 +86,7 @@ def when(epoch_ms: int) -> datetime | None:
     return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc) if epoch_ms else None
 
 
-def _errors(job: Job) -> list[Any]:
+def attempt_errors(job: Job) -> list[Any]:
     """One ``TaskError`` per failed attempt, oldest first. An attempt that raised nothing
     (its lease ran out; a failure recorded as text) has no class: ``Exception`` stands in,
     as ``TaskError.exception_class`` must import one; its text is the traceback."""
@@ -116,7 +115,7 @@ def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
         args=job.args,
         kwargs=job.kwargs,
         backend=backend,
-        errors=_errors(job),
+        errors=attempt_errors(job),
         worker_ids=list(job.workers),
     )
     if job.result is not None:
@@ -130,107 +129,6 @@ def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
                     traceback=f"The return value kept in Redis is not JSON ({exc}).",
                 )
             )
-    return result
-
-
-# A new job's result is built field by field: the dataclass's own __init__ would normalise
-# args and kwargs once more (``arguments`` did), a third of an enqueue's Python. Only while
-# the framework's TaskResult has exactly these fields; else through __init__.
-_NEW_RESULT = (
-    "task",
-    "id",
-    "status",
-    "enqueued_at",
-    "started_at",
-    "finished_at",
-    "last_attempted_at",
-    "args",
-    "kwargs",
-    "backend",
-    "errors",
-    "worker_ids",
-    "_return_value",
-)
-_FIELD_BY_FIELD = tuple(field.name for field in dataclasses.fields(TaskResult)) == _NEW_RESULT
-
-
-def new_result(
-    task: Any, job_id: str, args: list[Any], kwargs: dict[str, Any], backend: str
-) -> Any:
-    """The READY ``TaskResult`` of a job being enqueued, ``enqueued_at`` None until Redis
-    says; ``args`` and ``kwargs`` as ``arguments`` gave them."""
-    if not _FIELD_BY_FIELD:
-        return TaskResult(
-            task=task,
-            id=job_id,
-            status=TaskResultStatus.READY,
-            enqueued_at=None,
-            started_at=None,
-            finished_at=None,
-            last_attempted_at=None,
-            args=args,
-            kwargs=kwargs,
-            backend=backend,
-            errors=[],
-            worker_ids=[],
-        )
-    result = object.__new__(TaskResult)
-    values: tuple[Any, ...] = (
-        task,
-        job_id,
-        TaskResultStatus.READY,
-        None,
-        None,
-        None,
-        None,
-        args,
-        kwargs,
-        backend,
-        [],
-        [],
-        None,
-    )
-    for name, value in zip(_NEW_RESULT, values, strict=True):
-        object.__setattr__(result, name, value)
-    return result
-
-
-def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
-    """``task_result``'s RUNNING result of ``job``, started ``now`` (its ``started_at`` and
-    ``last_attempted_at``): the worker's, one per job run, built field by field."""
-    if not _FIELD_BY_FIELD or job.result is not None:
-        result = task_result(job, task, backend, TaskResultStatus.RUNNING)
-        object.__setattr__(result, "started_at", now)
-        object.__setattr__(result, "last_attempted_at", now)
-        return result
-    args, kwargs = job.args, job.kwargs
-    for value in args:  # normalised as TaskResult's __post_init__ does: scalars stay
-        if type(value) not in SCALARS:
-            args = normalize_json(args)
-            break
-    else:
-        args = list(args)
-    for value in kwargs.values():
-        if type(value) not in SCALARS:
-            kwargs = normalize_json(kwargs)
-            break
-    else:
-        kwargs = dict(kwargs)
-    result = object.__new__(TaskResult)
-    put = object.__setattr__  # (each of _NEW_RESULT)
-    put(result, "task", task)
-    put(result, "id", job.id)
-    put(result, "status", TaskResultStatus.RUNNING)
-    put(result, "enqueued_at", when(job.enqueued))
-    put(result, "started_at", now)
-    put(result, "finished_at", when(job.finished) if job.finished else None)
-    put(result, "last_attempted_at", now)
-    put(result, "args", args)
-    put(result, "kwargs", kwargs)
-    put(result, "backend", backend)
-    put(result, "errors", _errors(job) if job.errors or job.error else [])
-    put(result, "worker_ids", list(job.workers))
-    put(result, "_return_value", None)
     return result
 
 
