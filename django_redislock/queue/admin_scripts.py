@@ -43,7 +43,7 @@ return 1
 )
 
 # KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id
-# Makes a scheduled or dead job ready now (a dead one with its attempts reset).
+# Makes a scheduled or dead job ready now (a dead one with its attempts and failures reset).
 # 1, or 0 when it is missing, already ready or running.
 REQUEUE = script(
     "requeue",
@@ -56,7 +56,7 @@ if state == S.scheduled then
 elseif state == S.dead then
   redis.call('ZREM', DEAD, id)
   redis.call('HSET', key, F.attempts, 0)
-  redis.call('HDEL', key, F.workers, F.finished)
+  redis.call('HDEL', key, F.workers, F.finished, F.failures, F.reason)
 else
   return 0
 end
@@ -150,7 +150,8 @@ return 1
 )
 
 # KEYS: the fixed keys, then each job's key.  ARGV: the ids (at most 1000)
-# Makes the jobs still dead ready now, their attempts reset (REQUEUE of many dead jobs);
+# Makes the jobs still dead ready now, their attempts and failures reset (REQUEUE of many
+# dead jobs);
 # returns how many.
 RETRY_DEAD = script(
     "retry_dead",
@@ -167,7 +168,7 @@ for _, n in ipairs(back) do
   local key, id = KEYS[6 + n], ARGV[n]
   redis.call('ZREM', DEAD, id)
   redis.call('HSET', key, F.attempts, 0, F.due, now)
-  redis.call('HDEL', key, F.workers, F.finished)
+  redis.call('HDEL', key, F.workers, F.finished, F.failures, F.reason)
   make_ready(key, id)
 end
 wake(#back)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime, timezone
@@ -21,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask
 from ..queue.jobs import AttemptError, Job, JobState
+from ..queue.options import option_changes
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 try:
@@ -47,28 +47,6 @@ TaskResultDoesNotExist = _exceptions.TaskResultDoesNotExist
 # The framework's own "this task cannot be enqueued" (renamed InvalidTask in Django 6).
 FrameworkInvalidTask = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
 normalize_json = _json.normalize_json
-
-_known = threading.local()  # (the framework's backends of this thread, {alias: backend})
-
-
-class RedisTask(Task):  # type: ignore[misc,valid-type]
-    """``RedisTaskBackend``'s ``task_class``: the framework's task, finding its backend
-    faster. The framework's own look-up (``task_backends[alias]``, a context-local) costs
-    about as much as the rest of an enqueue's Python; the backend found is kept per thread
-    until ``TASKS`` changes (the framework then makes its backends anew)."""
-
-    __slots__ = ()
-
-    def get_backend(self) -> Any:
-        backends = _framework.task_backends._connections  # replaced when TASKS changes
-        known = getattr(_known, "backends", None)
-        if known is None or known[0] is not backends:
-            known = _known.backends = (backends, {})
-        found = known[1].get(self.backend)
-        if found is None:
-            found = known[1][self.backend] = Task.get_backend(self)
-        return found
-
 
 _STATUS: dict[str, Any] = {
     JobState.READY: TaskResultStatus.READY,
@@ -236,17 +214,18 @@ def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
 
 def restored(task: Any, job: Job, fallback: str | None) -> Any:
     """``task`` as ``job`` was enqueued: priority, queue, and from the job's metadata the
-    backend alias and ``run_after``. If that alias is gone or no longer takes the queue, the
-    ``fallback`` alias's; if nothing validates, the task as declared."""
+    backend alias, ``run_after`` and the task's options. If that alias is gone or no longer
+    takes the queue, the ``fallback`` alias's; if nothing validates, the task as declared."""
     meta = job.meta
+    changes: dict[str, Any] = option_changes(task, meta) if meta else {}
     if (
         job.priority == task.priority
         and job.queue == task.queue_name
         and "run_after" not in meta
         and meta.get("backend", task.backend) == task.backend
+        and not changes
     ):
         return task  # as enqueued: the usual job
-    changes: dict[str, Any] = {}
     if job.priority != task.priority:
         changes["priority"] = job.priority
     if job.queue != task.queue_name:
