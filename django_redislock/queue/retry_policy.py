@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
+from ..conf import conf
 from ..exceptions import InvalidTask
 from .arguments import MAX_DELAY
 from .jobs import Job
@@ -22,6 +23,7 @@ from .options import WORKER_OPTIONS, ExceptionClasses, read_option
 class Settings(Protocol):
     """A queue, as far as its retry settings go."""
 
+    name: str
     max_attempts: int
     retry_backoff: float
 
@@ -114,3 +116,34 @@ def after_failure(rules: RetryPolicy, job: Job, exc: BaseException | None) -> Ou
     if failures >= rules.max_attempts:
         return Outcome(True, 0.0, failures, f"{failures} failure(s) of {rules.max_attempts}")
     return Outcome(False, backoff_delay(rules, failures), failures, f"retry {failures}")
+
+
+def explained(queue: Settings, job: Job) -> list[tuple[str, Any, str]]:
+    """Each option the worker decides for ``job``: its name, value and where it comes from
+    ("job", "task", "queue"; a corrupt one of its own is shown as found, "job (corrupt)")."""
+    task = registered_task(job.task)
+    shown = []
+    for name in WORKER_OPTIONS:
+        value, source = job.meta.get(name), "job"
+        if name in job.meta:
+            try:
+                read_option(name, value)
+            except (TypeError, ValueError):
+                source = "job (corrupt)"
+        else:
+            value, source = getattr(task, name, None), "task"
+        if value is None:
+            value, source = _QUEUE_SETTINGS[name](queue), "queue"
+        if name == "retry_on" and isinstance(value, tuple):
+            value = [f"{c.__module__}.{c.__qualname__}" for c in value]
+        shown.append((name, value, source))
+    return shown
+
+
+_QUEUE_SETTINGS: dict[str, Any] = {
+    "max_attempts": lambda q: q.max_attempts,
+    "retry_backoff": lambda q: q.retry_backoff,
+    "retry_backoff_max": lambda q: None,  # none: a century
+    "retry_on": lambda q: None,  # none: every exception
+    "time_limit": lambda q: conf.QUEUES.get(q.name, {}).get("TIME_LIMIT"),
+}
