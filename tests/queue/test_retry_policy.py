@@ -17,26 +17,7 @@ from tests.support.fixtures import Backend, Processes
 from tests.support.waiting import wait_for
 
 from .. import retry_tasks as tasks
-
-QUEUES = {"default": {"LEASE": 2, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0}}
-
-
-@pytest.fixture
-def queues(backend: Backend, settings: Any) -> Backend:
-    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
-    settings.TASKS = {"default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend"}}
-    return backend
-
-
-def drain() -> None:
-    """Run every job ready, retries at once included, until none is left ready (a burst
-    worker may stop while its last job's retry is on its way to Redis)."""
-    queue = get_queue()
-    while True:
-        Worker(["default"], burst=True).run()
-        counts = queue.counts()
-        if counts["ready"] == counts["running"] == 0:
-            return
+from .retrying import QUEUES, drain
 
 
 def result_of(task: Any, result_id: str) -> Any:
@@ -55,7 +36,7 @@ def result_of(task: Any, result_id: str) -> Any:
     ],
 )
 def test_retry_on_retries_only_the_classes_it_lists(
-    queues: Backend, error: str, runs: int, dead_with: str
+    retrying: Backend, error: str, runs: int, dead_with: str
 ) -> None:
     result = tasks.picky.enqueue(error, error)
     drain()
@@ -69,7 +50,7 @@ def test_retry_on_retries_only_the_classes_it_lists(
 # --- RetryLater ---------------------------------------------------------------------------
 
 
-def test_retry_later_is_not_a_failure(queues: Backend) -> None:
+def test_retry_later_is_not_a_failure(retrying: Backend) -> None:
     """The task allows one attempt; three RetryLater runs do not use it up. They count as
     attempts (starts), store no error and leave the failures at 0."""
     result = tasks.snoozing_once.enqueue("snooze", 3, 0)
@@ -82,7 +63,7 @@ def test_retry_later_is_not_a_failure(queues: Backend) -> None:
     assert len(tasks.run_times("snooze")) == 4
 
 
-def test_a_job_snoozed_says_why_it_runs_next(queues: Backend) -> None:
+def test_a_job_snoozed_says_why_it_runs_next(retrying: Backend) -> None:
     result = tasks.snoozing.enqueue("why", 1, 60)
     drain()
     job = get_queue().get(result.id)
@@ -92,7 +73,7 @@ def test_a_job_snoozed_says_why_it_runs_next(queues: Backend) -> None:
 
 
 @pytest.mark.parametrize("delay", [-1, float("nan"), float("inf")])
-def test_retry_later_with_a_bad_delay_fails_that_attempt(queues: Backend, delay: float) -> None:
+def test_retry_later_with_a_bad_delay_fails_that_attempt(retrying: Backend, delay: float) -> None:
     """RetryLater(-1) raises ValueError inside the task: a failure (1 of the queue's 2)."""
     result = tasks.snoozing.enqueue("bad", 1, delay)
     drain()
@@ -106,13 +87,13 @@ def test_retry_later_with_a_bad_delay_fails_that_attempt(queues: Backend, delay:
 # --- precedence: the job's own, then its task's, then its queue's -------------------------------
 
 
-def test_the_queue_setting_applies_without_options(queues: Backend) -> None:
+def test_the_queue_setting_applies_without_options(retrying: Backend) -> None:
     tasks.flaky.enqueue("queue", 9)
     drain()
     assert len(tasks.run_times("queue")) == 2  # MAX_ATTEMPTS
 
 
-def test_the_tasks_option_beats_the_queues(queues: Backend) -> None:
+def test_the_tasks_option_beats_the_queues(retrying: Backend) -> None:
     tasks.once.enqueue("task", 9)
     get_queue().enqueue("tests.retry_tasks.once", args=["by-path", 9])  # however enqueued
     drain()
@@ -120,7 +101,7 @@ def test_the_tasks_option_beats_the_queues(queues: Backend) -> None:
     assert len(tasks.run_times("by-path")) == 1
 
 
-def test_the_jobs_own_option_beats_its_tasks(queues: Backend) -> None:
+def test_the_jobs_own_option_beats_its_tasks(retrying: Backend) -> None:
     get_queue().enqueue("tests.retry_tasks.once", args=["job", 9], max_attempts=3)
     tasks.once.using(max_attempts=5).enqueue("using", 9)
     tasks.once.using(max_attempts=None).enqueue("unset", 9)  # unset: the queue's 2
@@ -130,7 +111,7 @@ def test_the_jobs_own_option_beats_its_tasks(queues: Backend) -> None:
     assert len(tasks.run_times("unset")) == 2
 
 
-def test_per_job_retry_on_is_a_list_of_class_paths(queues: Backend) -> None:
+def test_per_job_retry_on_is_a_list_of_class_paths(retrying: Backend) -> None:
     queue = get_queue()
     kept = queue.enqueue(
         "tests.retry_tasks.flaky", args=["kept", 9], max_attempts=3, retry_on=["builtins.KeyError"]
@@ -163,7 +144,7 @@ def test_per_job_retry_on_is_a_list_of_class_paths(queues: Backend) -> None:
     ],
 )
 def test_bad_per_job_options_are_refused_naming_them(
-    queues: Backend, option: str, value: Any, error: type[Exception]
+    retrying: Backend, option: str, value: Any, error: type[Exception]
 ) -> None:
     queue = get_queue()
     with pytest.raises(error, match=option):
@@ -181,7 +162,7 @@ def test_bad_per_job_options_are_refused_naming_them(
 # --- a lapsed lease ---------------------------------------------------------------------------
 
 
-def test_a_lapsed_lease_is_a_failure(queues: Backend) -> None:
+def test_a_lapsed_lease_is_a_failure(retrying: Backend) -> None:
     """Its worker died: the attempt failed (retry_on cannot apply: nothing was raised), and
     the job's own max_attempts (2) ends it once the failures reach it."""
     queue = get_queue()
@@ -210,7 +191,7 @@ def test_a_lapsed_lease_is_a_failure(queues: Backend) -> None:
     ],
 )
 def test_a_job_with_corrupt_options_is_set_aside_alone(
-    queues: Backend, field: str, value: str, reason: str
+    retrying: Backend, field: str, value: str, reason: str
 ) -> None:
     queue = get_queue()
     before = tasks.flaky.enqueue("before", 0)

@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from django_redislock.queue.options import TASK_OPTIONS
 from django_redislock.tasks import task
-from django_redislock.tasks.redis_task import RedisTask
 from tests.support.fixtures import Backend
 
 from .. import retry_tasks as tasks
@@ -28,51 +26,6 @@ def tasks_backend(backend: Backend, settings: Any) -> Backend:
         "default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend", "QUEUES": []}
     }
     return backend
-
-
-def test_options_are_unset_by_default() -> None:
-    made = task()(plain)
-    assert type(made) is RedisTask
-    assert made.options() == {name: None for name in TASK_OPTIONS} | {"unique_by_args": False}
-
-
-def test_every_option_is_taken() -> None:
-    assert tasks.charge.options() == {
-        "max_attempts": 8,
-        "retry_backoff": 2,
-        "retry_backoff_max": 600,
-        "retry_on": (ConnectionError,),
-        "time_limit": 30,
-        "expires": 3600,
-        "unique_for": 60,
-        "unique_by_args": False,
-        "debounce": None,
-        "concurrency_key": None,
-        "concurrency_limit": 1,
-        "rate_key": None,
-        "rate": None,
-    }
-
-
-def test_options_go_with_the_frameworks_arguments(tasks_backend: Backend) -> None:
-    made = task(priority=10, queue_name="mail", max_attempts=2, rate="100/s")(plain)
-    assert (made.priority, made.queue_name, made.max_attempts, made.rate) == (
-        10,
-        "mail",
-        2,
-        "100/s",
-    )
-    assert made.takes_context is False
-    assert made.run_after is None
-    bare = task(plain, max_attempts=3)  # the bare call, with options
-    assert bare.max_attempts == 3
-
-
-def test_an_unknown_option_is_a_type_error_naming_it() -> None:
-    with pytest.raises(TypeError, match="max_attemps"):
-        task(max_attemps=3)(plain)
-    with pytest.raises(TypeError, match="max_attemps"):
-        task(plain, max_attemps=3)
 
 
 BAD = [
