@@ -110,7 +110,7 @@ return reply
 # the lease being ARGV[6] ms  ARGV[4] the error of the attempt it ends  ARGV[5] that error as
 # a JSON object for the history
 # Gives a running job back to ready at once, as POP does when a lease runs out: a started
-# attempt is recorded as failed with ARGV[4]; a job asked to stop ends dead as cancelled, one
+# attempt is recorded as failed with ARGV[4] (a failure: ``fl`` + 1); a job asked to stop ends dead as cancelled, one
 # with a follow-up becomes it. Its worker, if it ever comes back, finds its lease lost.
 # 1; 0 when it is not running under that lease any more, or its lease is still valid
 # (ARGV[3] "1") or was renewed lately (ARGV[3] "0").
@@ -120,7 +120,7 @@ REQUEUE_RUNNING = script(
 local id, key = ARGV[1], KEYS[7]
 local expiry = redis.call('ZSCORE', RUN, id)
 if not expiry then return 0 end
-local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel)
+local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel, F.failures)
 if not ok or not f[1] or f[1] ~= ARGV[2] then return 0 end
 local now = now_ms()
 if ARGV[3] == '1' and tonumber(expiry) > now then return 0 end
@@ -138,8 +138,10 @@ if follow then
   return 1
 end
 redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
-if f[2] == f[1] then  -- a started attempt: it failed without an outcome
-  redis.call('HSET', key, F.error_class, '', F.traceback, '', F.error, ARGV[4])
+if f[2] == f[1] then  -- a started attempt: it failed without an outcome (a failure)
+  local failed = (num(f[4], 0) or 0) + 1
+  redis.call('HSET', key, F.error_class, '', F.traceback, '', F.error, ARGV[4],
+             F.failures, failed, F.reason, 'retry ' .. failed .. ' (requeued from the admin)')
   add_error(key, ARGV[5])
 end
 redis.call('HSET', key, F.due, now)

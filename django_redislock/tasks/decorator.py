@@ -9,9 +9,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from .results import _base, _framework
+from .results import framework, framework_base
 
-_framework_task = _base.task
+_framework_task = framework_base.task
 FORWARDS = any(
     p.kind is inspect.Parameter.VAR_KEYWORD
     for p in inspect.signature(_framework_task).parameters.values()
@@ -21,9 +21,9 @@ FORWARDS = any(
 def task(
     function: Callable[..., Any] | None = None,
     *,
-    priority: int = _base.DEFAULT_TASK_PRIORITY,
-    queue_name: str = _base.DEFAULT_TASK_QUEUE_NAME,
-    backend: str = _base.DEFAULT_TASK_BACKEND_ALIAS,
+    priority: int = framework_base.DEFAULT_TASK_PRIORITY,
+    queue_name: str = framework_base.DEFAULT_TASK_QUEUE_NAME,
+    backend: str = framework_base.DEFAULT_TASK_BACKEND_ALIAS,
     takes_context: bool = False,
     **options: Any,
 ) -> Any:
@@ -40,6 +40,6 @@ def task(
         return _framework_task(function, **standard, **options)
 
     def wrapper(func: Callable[..., Any]) -> Any:
-        return _framework.task_backends[backend].task_class(func=func, **standard, **options)
+        return framework.task_backends[backend].task_class(func=func, **standard, **options)
 
     return wrapper(function) if function is not None else wrapper

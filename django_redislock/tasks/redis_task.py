@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ..queue.options import TASK_OPTIONS, checked_option
-from .results import Task, _framework
+from .results import Task, framework
 
 _known = threading.local()  # (the framework's backends of this thread, {alias: backend})
 _OPTIONS = frozenset(TASK_OPTIONS)
@@ -81,7 +81,7 @@ class RedisTask(Task):  # type: ignore[misc]
         return {name: getattr(self, name) for name in TASK_OPTIONS}
 
     def get_backend(self) -> Any:
-        backends = _framework.task_backends._connections  # replaced when TASKS changes
+        backends = framework.task_backends._connections  # replaced when TASKS changes
         known = getattr(_known, "backends", None)
         if known is None or known[0] is not backends:
             known = _known.backends = (backends, {})

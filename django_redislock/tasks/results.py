@@ -38,6 +38,8 @@ except ImportError as exc:  # Django 5.2 without the backport
         "backport: pip install 'django-redislock[tasks]'."
     ) from exc
 
+framework: Any = _framework  # the Tasks framework's package, and its base module
+framework_base: Any = _base
 Task = _base.Task
 TaskResult = _base.TaskResult
 TaskResultStatus = _base.TaskResultStatus

@@ -217,6 +217,7 @@ def test_a_job_whose_worker_is_gone_is_flagged_and_requeued_but_never_a_live_one
     job = queue.get("orphan")
     assert (job.state, job.lease, job.attempts) == ("ready", None, 1)
     assert "its worker is gone; requeued from the admin" in job.errors[-1].error
+    assert (job.failures, job.reason) == (1, "retry 1 (requeued from the admin)")
     assert LogEntry.objects.get().action_flag == CHANGE
     assert {j.id for j in queue.jobs("running")} == {"alive", "renewed", "popped"}
 

@@ -114,3 +114,18 @@ def test_a_task_without_options_keeps_its_jobs_meta_empty(tasks_backend: Backend
     result = tasks.flaky.enqueue("k", 0)
     assert get_queue().get(result.id).meta == {}
     assert tasks.flaky.get_result(result.id).task == tasks.flaky
+
+
+def test_on_a_django_whose_task_forwards_nothing_ours_makes_the_task(monkeypatch: Any) -> None:
+    """Django 6.0's ``@task`` takes no options: ``task`` then makes the task itself."""
+    from django_redislock.tasks import decorator
+
+    monkeypatch.setattr(decorator, "FORWARDS", False)
+    made = task(max_attempts=3, retry_on=KeyError)(plain)
+    assert (made.max_attempts, made.retry_on, made.priority) == (3, (KeyError,), 0)
+    assert task(plain, time_limit=5).time_limit == 5
+    assert task(plain) == task()(plain)  # no option: the framework's own
+    with pytest.raises(TypeError, match="max_attemps"):
+        task(max_attemps=3)(plain)
+    with pytest.raises(ValueError, match="max_attempts"):
+        task(plain, max_attempts=0)
