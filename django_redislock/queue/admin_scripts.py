@@ -110,8 +110,9 @@ return reply
 # the lease being ARGV[6] ms  ARGV[4] the error of the attempt it ends  ARGV[5] that error as
 # a JSON object for the history
 # Gives a running job back to ready at once, as POP does when a lease runs out: a started
-# attempt is recorded as failed with ARGV[4] (a failure: ``fl`` + 1); a job asked to stop ends dead as cancelled, one
-# with a follow-up becomes it. Its worker, if it ever comes back, finds its lease lost.
+# attempt is recorded as failed with ARGV[4] (a failure: ``fl`` + 1); a job asked to stop
+# ends dead as cancelled, one with a follow-up becomes it. Its worker, if it ever comes
+# back, finds its lease lost.
 # 1; 0 when it is not running under that lease any more, or its lease is still valid
 # (ARGV[3] "1") or was renewed lately (ARGV[3] "0").
 REQUEUE_RUNNING = script(
