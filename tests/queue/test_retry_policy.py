@@ -166,7 +166,9 @@ def test_a_lapsed_lease_is_a_failure(retrying: Backend) -> None:
     """Its worker died: the attempt failed (retry_on cannot apply: nothing was raised), and
     the job's own max_attempts (2) ends it once the failures reach it."""
     queue = get_queue()
-    job = queue.enqueue("tests.retry_tasks.flaky", args=["lapse", 0], max_attempts=2)
+    job = queue.enqueue(
+        "tests.retry_tasks.flaky", args=["lapse", 0], max_attempts=2, retry_on=["builtins.KeyError"]
+    )
     assert [j.id for j in queue.pop(lease=0.05)] == [job.id]
     again: list[Any] = []
     wait_for(lambda: again.extend(queue.pop(lease=0.05)) or again, what="redelivered")
