@@ -14,6 +14,7 @@ __all__ = [
     "Lock",
     "RateLimit",
     "Redlock",
+    "RetryLater",
     "Semaphore",
     "Stock",
     "get_queue",
@@ -23,6 +24,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .exceptions import RetryLater
     from .locks.async_lock import AsyncLock
     from .locks.lock import Lock
     from .locks.redlock import Redlock
@@ -47,6 +49,7 @@ _LAZY = {
     "Stock": ".stock.stock",
     "Lock": ".locks.lock",
     "Redlock": ".locks.redlock",
+    "RetryLater": ".exceptions",
     "get_queue": ".queue.queue",
     "get_redis": ".redis.clients",
     "redis_locked": ".views.locked",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class RedisLockError(Exception):
     """Base of every error the app raises on purpose."""
@@ -44,6 +46,21 @@ class InvalidTask(QueueError):
     """A job the worker refuses to run as a task (not a ``@task`` of an installed app, a
     payload that is not JSON, or a return value that is not JSON): it goes to the dead set,
     never retried."""
+
+
+class RetryLater(QueueError):
+    """Raised by a task to run again after ``delay`` seconds: not a failure (no error is
+    stored, ``MAX_ATTEMPTS`` counts failures only), though the run counts as an attempt.
+    ``delay`` must be a finite number of seconds >= 0: else ``ValueError`` (or ``TypeError``)
+    is raised where ``RetryLater`` is made, and that attempt fails with it."""
+
+    def __init__(self, delay: float) -> None:
+        if not isinstance(delay, (int, float)) or isinstance(delay, bool):
+            raise TypeError(f"RetryLater delay must be a number of seconds, not {delay!r}.")
+        if not 0 <= delay < math.inf:  # NaN fails too
+            raise ValueError(f"RetryLater delay must be finite and >= 0, not {delay!r}.")
+        super().__init__(f"run again in {delay} s")
+        self.delay = float(delay)
 
 
 class StockError(RedisLockError):

@@ -5,6 +5,7 @@ eager mode, the Tasks framework's immediate backend)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import traceback
@@ -17,12 +18,13 @@ from django.test.utils import TestContextDecorator, override_settings
 
 from .checks import PREFIX_RE
 from .conf import conf, user_settings
-from .exceptions import InvalidTask
+from .exceptions import InvalidTask, RetryLater
 from .queue.eager import failed, finished
 from .queue.execution import run_job
 from .queue.jobs import JobState
 from .queue.lua import MAX_BATCH
 from .queue.queue import Job, Queue, get_queue
+from .queue.retry_policy import after_failure, check_own_options, policy
 from .redis.clients import get_redis, is_cluster
 
 __all__ = ["JobsRun", "isolated_keys", "run_jobs"]
@@ -103,15 +105,23 @@ def _make_due(queue: Queue) -> None:
 def _run(queue: Queue, job: Job, raise_errors: bool) -> Job:
     started = job.started or int(time.time() * 1000)
     try:
+        if job.meta:
+            check_own_options(job)
         value = run_job(job)
+    except RetryLater as exc:  # as the worker does: runs again later, not a failure
+        queue.snooze(job, exc.delay)
+        return dataclasses.replace(
+            job, state=JobState.SCHEDULED.value, reason="RetryLater", started=started, lease=None
+        )
     except Exception as exc:
         trace = traceback.format_exc()
         if isinstance(exc, InvalidTask):  # as the worker does: it can never run
             queue.bury(job, exc, trace)
             state = JobState.DEAD
         else:
-            queue.fail(job, exc, trace)
-            state = JobState.DEAD if job.attempts >= queue.max_attempts else JobState.SCHEDULED
+            outcome = after_failure(policy(queue, job), job, exc)
+            queue.fail(job, exc, trace, outcome=outcome)
+            state = JobState.DEAD if outcome.dead else JobState.SCHEDULED
         if raise_errors:
             raise
         return failed(job, exc, trace, state, started)

@@ -14,6 +14,7 @@ from ..exceptions import JobNotFound
 from ..queue.arguments import checked_job_id
 from ..queue.jobs import LISTED_STATES, JobState
 from ..queue.queue import Job, Queue, get_queue
+from ..queue.retry_policy import explained
 from .actions import ACTIONS, JOB_ACTIONS, MANAGE, due_at
 from .job_actions import ACTIONS as JOB_ACTIONS_MORE
 from .job_actions import BULK, MAX_CHECKED, left_behind, live_worker_ids
@@ -132,6 +133,7 @@ class JobPages(Rendering):
                 "row": row,
                 "job": job,
                 "errors": list(enumerate(job.errors, start=1)),
+                "options": explained(q, job),
                 "settled": job.state in (JobState.DEAD, JobState.DONE),
                 "state_url": self._url("jobs", queue, job.state) if job.state in STATES else "",
             }

@@ -31,8 +31,9 @@ WAIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 
 JOB_RUNS = Counter(
     "redislock_job_runs",
-    "Job runs by the worker, by outcome: succeeded, retried (failed, will run again) or "
-    "dead (failed for good: attempts used up, cancelled, or it cannot run).",
+    "Job runs by the worker, by outcome: succeeded, retried (failed, will run again), "
+    "snoozed (raised RetryLater: runs again, not a failure) or dead (failed for good: "
+    "attempts used up, not in its retry_on, cancelled, or it cannot run).",
     ["queue", "outcome"],
     registry=REGISTRY,
 )
@@ -76,17 +77,29 @@ FOR_GOOD = frozenset(
 )
 
 
+SNOOZED = "django_redislock.exceptions.RetryLater"
+
+
 def outcome(result: Any) -> str:
-    """What became of a job run, from its ``TaskResult`` as ``task_finished`` carries it."""
+    """What became of a job run, from its ``TaskResult`` as ``task_finished`` carries it:
+    succeeded, snoozed (``RetryLater``), retried or dead, as the worker decides it (the
+    task's options, then the queue's settings)."""
     if result.status == "SUCCESSFUL":  # TaskResultStatus, a TextChoices
         return "succeeded"
-    if result.errors[-1].exception_class_path in FOR_GOOD:
+    last = result.errors[-1]
+    if last.exception_class_path == SNOOZED:
+        return "snoozed"
+    if last.exception_class_path in FOR_GOOD:
         return "dead"
-    options = conf.QUEUES.get(result.task.queue_name, QUEUE_DEFAULTS)
-    # Each attempt adds its worker (and each failed one its error): the larger is this run's
-    # number, as the queue counts it when it decides between a retry and the dead set.
-    attempts = max(len(result.worker_ids), len(result.errors))
-    return "dead" if attempts >= int(options["MAX_ATTEMPTS"]) else "retried"
+    task = result.task
+    retry_on = getattr(task, "retry_on", None)
+    if retry_on and not issubclass(last.exception_class, retry_on):
+        return "dead"
+    options = conf.QUEUES.get(task.queue_name, QUEUE_DEFAULTS)
+    limit = getattr(task, "max_attempts", None) or int(options["MAX_ATTEMPTS"])
+    # Each failed attempt leaves its error (RetryLater runs leave none): this run's included,
+    # they are the failures the worker compares with the limit.
+    return "dead" if len(result.errors) >= limit else "retried"
 
 
 def never_raises(receiver: Callable[..., None]) -> Callable[..., None]:

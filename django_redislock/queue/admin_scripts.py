@@ -43,7 +43,7 @@ return 1
 )
 
 # KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id
-# Makes a scheduled or dead job ready now (a dead one with its attempts reset).
+# Makes a scheduled or dead job ready now (a dead one with its attempts and failures reset).
 # 1, or 0 when it is missing, already ready or running.
 REQUEUE = script(
     "requeue",
@@ -56,7 +56,7 @@ if state == S.scheduled then
 elseif state == S.dead then
   redis.call('ZREM', DEAD, id)
   redis.call('HSET', key, F.attempts, 0)
-  redis.call('HDEL', key, F.workers, F.finished)
+  redis.call('HDEL', key, F.workers, F.finished, F.failures, F.reason)
 else
   return 0
 end
@@ -110,8 +110,9 @@ return reply
 # the lease being ARGV[6] ms  ARGV[4] the error of the attempt it ends  ARGV[5] that error as
 # a JSON object for the history
 # Gives a running job back to ready at once, as POP does when a lease runs out: a started
-# attempt is recorded as failed with ARGV[4]; a job asked to stop ends dead as cancelled, one
-# with a follow-up becomes it. Its worker, if it ever comes back, finds its lease lost.
+# attempt is recorded as failed with ARGV[4] (a failure: ``fl`` + 1); a job asked to stop
+# ends dead as cancelled, one with a follow-up becomes it. Its worker, if it ever comes
+# back, finds its lease lost.
 # 1; 0 when it is not running under that lease any more, or its lease is still valid
 # (ARGV[3] "1") or was renewed lately (ARGV[3] "0").
 REQUEUE_RUNNING = script(
@@ -120,7 +121,7 @@ REQUEUE_RUNNING = script(
 local id, key = ARGV[1], KEYS[7]
 local expiry = redis.call('ZSCORE', RUN, id)
 if not expiry then return 0 end
-local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel)
+local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel, F.failures)
 if not ok or not f[1] or f[1] ~= ARGV[2] then return 0 end
 local now = now_ms()
 if ARGV[3] == '1' and tonumber(expiry) > now then return 0 end
@@ -138,8 +139,10 @@ if follow then
   return 1
 end
 redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
-if f[2] == f[1] then  -- a started attempt: it failed without an outcome
-  redis.call('HSET', key, F.error_class, '', F.traceback, '', F.error, ARGV[4])
+if f[2] == f[1] then  -- a started attempt: it failed without an outcome (a failure)
+  local failed = (num(f[4], 0) or 0) + 1
+  redis.call('HSET', key, F.error_class, '', F.traceback, '', F.error, ARGV[4],
+             F.failures, failed, F.reason, 'retry ' .. failed .. ' (requeued from the admin)')
   add_error(key, ARGV[5])
 end
 redis.call('HSET', key, F.due, now)
@@ -150,7 +153,8 @@ return 1
 )
 
 # KEYS: the fixed keys, then each job's key.  ARGV: the ids (at most 1000)
-# Makes the jobs still dead ready now, their attempts reset (REQUEUE of many dead jobs);
+# Makes the jobs still dead ready now, their attempts and failures reset (REQUEUE of many
+# dead jobs);
 # returns how many.
 RETRY_DEAD = script(
     "retry_dead",
@@ -167,7 +171,7 @@ for _, n in ipairs(back) do
   local key, id = KEYS[6 + n], ARGV[n]
   redis.call('ZREM', DEAD, id)
   redis.call('HSET', key, F.attempts, 0, F.due, now)
-  redis.call('HDEL', key, F.workers, F.finished)
+  redis.call('HDEL', key, F.workers, F.finished, F.failures, F.reason)
   make_ready(key, id)
 end
 wake(#back)

@@ -29,6 +29,7 @@ MAX_JOB_ID = 200
 MAX_DELAY = 100 * 365.25 * 86400  # seconds
 JOB_ARGUMENTS = frozenset(
     {"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta", "time_limit"}
+    | {"max_attempts", "retry_backoff", "retry_backoff_max", "retry_on"}
 )
 
 

@@ -25,9 +25,9 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 # KEYS: the fixed keys; per job to finish its key and its result key; per job to start its
 # key; then per candidate (an id PEEK found) its key and its corrupt key; last the done set.
 # ARGV[1] how many candidates  ARGV[2] how many to lease (at most 1000)  ARGV[3] lease ms
-# ARGV[4] worker  ARGV[5] max attempts  ARGV[6] result TTL ms  ARGV[7] "1": the leased jobs
-# start now (charge their attempt), "0": leased ahead, charged when a later call starts
-# them  ARGV[8] how many jobs to finish, ARGV[9] how many jobs to start, then per job to
+# ARGV[4] worker  ARGV[5] the queue's max attempts  ARGV[6] result TTL ms  ARGV[7] "1":
+# the leased jobs start now (charge their attempt), "0": leased ahead, charged when a later
+# call starts them  ARGV[8] how many jobs to finish, ARGV[9] how many jobs to start, then per job to
 # finish 3 values: id, lease token, return value (JSON; "" to keep no result), then per job
 # to start 2 values: id, lease token; then the candidates' ids.
 # Finishes the given leased jobs (deleted, or kept as their result with the value for the
@@ -38,9 +38,12 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 # is left for the next call, which is due at once. A ready job whose hash is missing or
 # unreadable goes to the dead set with the reason, alone.
 # Returns {ms until the next due job or lease expiry (0: more are ready, -1: none), the ids
-# among the finished and started whose lease had been lost, then per leased job 10 values:
+# among the finished and started whose lease had been lost, then per leased job 11 values:
 # id, task, args, kwargs, metadata, attempt (the number this run is), priority, due,
-# enqueued, workers (this run's included)}.
+# enqueued, workers (this run's included), failures (attempts failed before this run)}.
+# A started attempt whose lease ran out is a failure: dead once the failures reach the
+# job's own max_attempts (in its metadata), else ARGV[5]; a job whose failures field or
+# max_attempts option is corrupt is set aside (dead, with the reason).
 POP = script(
     "pop",
     """
@@ -76,13 +79,29 @@ if run_at and run_at <= now then
     redis.call('ZREM', RUN, id)
     local key = KEYS[given[id]]
     local ok, f = pcall(redis.call, 'HMGET', key, F.attempts, F.lease, F.started_lease, F.task,
-                        F.cancel)
+                        F.cancel, F.failures, F.meta)
+    local max, corrupt = max_attempts, nil  -- the job's own max_attempts beats the queue's
+    if ok and f[7] and string.find(f[7], '"max_attempts"', 1, true) then
+      local decoded, meta = pcall(cjson.decode, f[7])
+      local own = decoded and type(meta) == 'table' and meta.max_attempts
+      if type(own) == 'number' and own >= 1 and own == math.floor(own) then
+        max = own
+      elseif own ~= nil and own ~= false and own ~= cjson.null then
+        corrupt = 'The job\\'s max_attempts option (in its metadata) is not a whole number >= 1.'
+      end
+    end
+    if ok and num(f[6], 0) == nil then
+      corrupt = 'The job\\'s failures (field ' .. F.failures .. ') is not a number: '
+        .. string.sub(f[6], 1, 40)
+    end
     if not ok then
       local aside = KEYS[given[id] + 1]
       bury(key, id, now, 'The job in Redis is not a hash; it was set aside as ' .. aside .. '.',
         aside)
     elseif not f[4] then
       bury(key, id, now, 'The job\\'s data was missing from Redis when its lease ran out.', false)
+    elseif corrupt then  -- set aside alone, with the reason
+      bury(key, id, now, corrupt, false)
     elseif f[5] then  -- asked to stop, and its worker is gone (or hung): never run again
       bury_cancelled(key, id, now, f[5], '; its lease ran out before its worker stopped it')
     elseif next_run(key) then  -- a follow-up was asked for while it ran: it runs instead
@@ -90,15 +109,17 @@ if run_at and run_at <= now then
     else
       local started = f[2] and f[2] == f[3]
       redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
-      local a = num(f[1], 0) or max_attempts
+      local a, failed = num(f[1], 0) or max, (num(f[6], 0) or 0) + 1
       if started then  -- a failed attempt: its worker never told how it ended
-        local err = 'Attempt ' .. a .. ' of ' .. max_attempts .. ' ended without an outcome: '
-          .. 'its lease ran out (its worker died, was killed or hung while running it).'
+        local err = 'Attempt ' .. a .. ' (failure ' .. failed .. ' of ' .. max .. ') ended '
+          .. 'without an outcome: its lease ran out (its worker died, was killed or hung '
+          .. 'while running it).'
         local by = string.gsub(string.match(f[2], '^(.*)#') or f[2], '[^%w%-%.:_]', '?')
-        redis.call('HSET', key, F.error_class, '', F.traceback, '', F.error, err)
+        redis.call('HSET', key, F.error_class, '', F.traceback, '', F.error, err,
+                   F.failures, failed, F.reason, 'retry ' .. failed .. ' (lease ran out)')
         add_error(key, '{"e":"' .. err .. '","w":"' .. by .. '"}')
       end
-      if started and a >= max_attempts then
+      if started and failed >= max then
         redis.call('HSET', key, F.state, S.dead, F.finished, now)
         redis.call('ZADD', DEAD, now, id)
       else
@@ -120,7 +141,7 @@ if count > 0 then
     ids[#ids + 1] = id
     local key = KEYS[given[id]]
     local ok, f = pcall(redis.call, 'HMGET', key, F.task, F.args, F.kwargs, F.meta, F.priority,
-                        F.due, F.enqueued, F.workers, F.attempts)
+                        F.due, F.enqueued, F.workers, F.attempts, F.failures)
     local err = nil
     if not ok then
       err = 'The job in Redis is not a hash; it was set aside as ' .. KEYS[given[id] + 1] .. '.'
@@ -132,7 +153,8 @@ if count > 0 then
       err = 'The job has no arguments (field ' .. F.args .. ' is missing).'
     else
       for _, p in ipairs({{5, F.priority, 'priority'}, {6, F.due, 'due time'},
-                          {7, F.enqueued, 'enqueue time'}, {9, F.attempts, 'attempts'}}) do
+                          {7, F.enqueued, 'enqueue time'}, {9, F.attempts, 'attempts'},
+                          {10, F.failures, 'failures'}}) do
         if num(f[p[1]], 0) == nil then
           err = 'The job\\'s ' .. p[3] .. ' (field ' .. p[2] .. ') is not a number: '
             .. string.sub(f[p[1]], 1, 40)
@@ -163,7 +185,7 @@ if count > 0 then
     expiries[#expiries + 1] = now + lease
     expiries[#expiries + 1] = id
     for _, v in ipairs({id, f[1], f[2], f[3] or '', f[4] or '', attempt, f[5] or '0',
-                        f[6] or '0', f[7] or '0', workers}) do
+                        f[6] or '0', f[7] or '0', workers, f[10] or '0'}) do
       reply[#reply + 1] = v
     end
   end

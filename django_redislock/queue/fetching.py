@@ -104,7 +104,7 @@ class WorkerCalls:
         name, lease, holder = self.name, f"{worker or '-'}#", worker or None
         jobs: list[Job] = []
         add = jobs.append
-        for i in range(2, len(reply), 10):
+        for i in range(2, len(reply), 11):
             job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
                 i : i + 10
             ]
@@ -125,6 +125,7 @@ class WorkerCalls:
                     holder,
                     tuple(text(workers).split(",")),
                     decoded_meta(meta) if meta else {},
+                    number(reply[i + 10]),
                 )
             )
         return Fetched(jobs, wait, lost)

@@ -45,6 +45,8 @@ def from_hash(job_id: str, queue: str, fields: Mapping[str, Any]) -> Job:
         result=get(Field.RESULT) if Field.RESULT in fields else None,
         meta=decoded_meta(fields.get(Field.META)),
         errors=_attempt_errors(get(Field.ERRORS)),
+        failures=number(fields.get(Field.FAILURES)),
+        reason=get(Field.REASON),
     )
 
 

@@ -54,6 +54,8 @@ class Field:
     META = "m"  # JSON object; absent: none
     PRIORITY = "pr"  # absent: 0
     ATTEMPTS = "a"  # attempts started; absent: 0
+    FAILURES = "fl"  # attempts failed (MAX_ATTEMPTS counts these; RetryLater is none); absent: 0
+    REASON = "rn"  # why the job runs next: "retry <failures>", "RetryLater"; absent: first run
     STATE = "s"  # a JobState letter
     DUE = "sc"  # epoch ms
     ENQUEUED = "e"  # epoch ms
@@ -145,6 +147,8 @@ class Job:
     result: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)  # JSON kept with the job
     errors: tuple[AttemptError, ...] = ()  # every failed attempt's, oldest first
+    failures: int = 0  # attempts failed (``attempts`` counts those started)
+    reason: str = ""  # why it runs next: "retry <n>", "RetryLater" ("": its first run)
 
     @property
     def due_at(self) -> datetime:
@@ -169,6 +173,7 @@ def leased_job(
     worker: str | None,
     workers: tuple[str, ...],
     meta: dict[str, Any],
+    failures: int = 0,
 ) -> Job:
     """``Job(...)`` of a job just leased (running; the other fields their defaults), made
     without a frozen dataclass's one ``object.__setattr__`` per field: its fields are a
@@ -188,6 +193,7 @@ def leased_job(
     fields["worker"] = worker
     fields["workers"] = workers
     fields["meta"] = meta
+    fields["failures"] = failures
     return as_job(fields)
 
 
@@ -238,6 +244,7 @@ _LEASED.update(
     traceback="",
     result=None,
     errors=(),
+    reason="",
 )
 # Every field of a job just enqueued, as _LEASED is of a job just leased.
 _ENQUEUED: dict[str, Any] = {

@@ -56,6 +56,8 @@ return #back
 # KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id  ARGV[2] lease token  ARGV[3]
 # delay ms (-1: to the dead set)  ARGV[4] error  ARGV[5] traceback  ARGV[6] exception class
 # path  ARGV[7] the error as a JSON object for the history ("" for none)  ARGV[8] worker id
+# ARGV[9] "1": the attempt failed (counted in the failures field), "0": it asked to run
+# again later (RetryLater: no failure, no error stored)  ARGV[10] why it runs next ("" none)
 # Gives a leased job back: scheduled again after the delay, or dead; its attempt is charged
 # if it was not yet. A follow-up asked for while it ran replaces it instead (fresh, as
 # enqueued). 1, or 0 if the lease was lost (another worker may have it by now).
@@ -63,8 +65,11 @@ SETTLE = script(
     "settle",
     """
 local id, key, delay, worker = ARGV[1], KEYS[7], tonumber(ARGV[3]), ARGV[8]
-local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers)
+local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
+                    F.failures)
 if not ok or f[1] ~= ARGV[2] then return 0 end
+local failed = ARGV[9] == '1'
+local failures = (num(f[5], 0) or 0) + (failed and 1 or 0)
 local now, follow = now_ms(), next_run(key)
 local asked = redis.call('HGET', key, F.cancel)
 redis.call('ZREM', RUN, id)
@@ -81,8 +86,12 @@ if f[2] ~= f[1] then  -- never started through POP: this attempt is charged now
   redis.call('HSET', key, F.attempts, (num(f[3], 0) or 0) + 1, F.started, now,
     F.workers, f[4] and (f[4] .. ',' .. worker) or worker)
 end
-redis.call('HSET', key, F.error, ARGV[4], F.traceback, ARGV[5], F.error_class, ARGV[6])
-if ARGV[7] ~= '' then add_error(key, ARGV[7]) end
+if failed then
+  redis.call('HSET', key, F.error, ARGV[4], F.traceback, ARGV[5], F.error_class, ARGV[6],
+             F.failures, failures)
+  if ARGV[7] ~= '' then add_error(key, ARGV[7]) end
+end
+if ARGV[10] ~= '' then redis.call('HSET', key, F.reason, ARGV[10]) end
 if delay < 0 then
   redis.call('HSET', key, F.state, S.dead, F.finished, now)
   redis.call('ZADD', DEAD, now, id)

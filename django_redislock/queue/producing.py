@@ -19,6 +19,7 @@ from .jobs import Job, JobState, enqueued_job, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit
+from .options import with_options
 from .time_limits import with_time_limit
 
 READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
@@ -54,6 +55,11 @@ _STATE_NAMES = {
 _UNKNOWN = Enqueued(0, 0, READY, 0)  # for a job not pushed yet
 
 
+# A job's own retry options, as enqueue and enqueue_many items take them.
+OWN_OPTIONS = ("max_attempts", "retry_backoff", "retry_backoff_max", "retry_on")
+_UNSET = (None, None, None, None)
+
+
 def _stamped(job: Job, reply: Enqueued) -> Job:
     """``job``, built before ENQUEUE's four values for it came, with its state and times."""
     fields = vars(job)  # a frozen dataclass's, set before anyone else has seen the job
@@ -87,6 +93,10 @@ class Producing:
         using: str | None = None,
         db: str | None = None,
         time_limit: float | None = None,
+        max_attempts: int | None = None,
+        retry_backoff: float | None = None,
+        retry_backoff_max: float | None = None,
+        retry_on: Sequence[str] | None = None,
     ) -> Job:
         """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
         Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
@@ -97,9 +107,15 @@ class Producing:
         one database in a transaction) the job is pushed when the transaction commits, and
         never if it rolls back: the Job returned then has ``score`` and ``enqueued`` 0 (not
         known before the push). The queue's ``ON_COMMIT: False`` pushes at once.
-        ``time_limit``: seconds the job may run (default: the queue's ``TIME_LIMIT``)."""
+        ``time_limit``: seconds the job may run (default: its task's, else the queue's
+        ``TIME_LIMIT``); ``max_attempts``, ``retry_backoff``, ``retry_backoff_max``,
+        ``retry_on`` (exception class paths): how it retries (default: its task's, else the
+        queue's ``MAX_ATTEMPTS``, ``RETRY_BACKOFF``)."""
         kwargs = kwargs if kwargs is not None else {}
         meta = with_time_limit(meta, time_limit)
+        own = (max_attempts, retry_backoff, retry_backoff_max, retry_on)
+        if own != _UNSET:  # (the usual job: none)
+            meta = with_options(meta, **dict(zip(OWN_OPTIONS, own, strict=True)))
         fresh = job_id is None
         job_id = new_id() if job_id is None else checked_job_id(job_id)
         values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
@@ -189,6 +205,7 @@ class Producing:
                 job_id, fresh = checked_job_id(job_id), "0"
             priority = spec.get("priority", 0)
             meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
+            meta = with_options(meta, **{n: spec.get(n) for n in OWN_OPTIONS})
             flat += job_values(
                 job_id, task, args, kwargs, priority, meta, spec.get("delay"), spec.get("at")
             )

@@ -22,6 +22,7 @@ from .lease_scripts import RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
 from .producing import Producing
+from .retry_policy import Outcome, after_failure, backoff_bound, backoff_delay, policy
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
@@ -144,22 +145,46 @@ class Queue(Producing, WorkerCalls, Operations):
         return not self.fetch(0, finished=[(job, result)]).lost
 
     def retry(self, job: Job, delay: float | None = None, error: str = "") -> bool:
-        """Give a popped job back, due again after ``delay`` seconds (default: the backoff)."""
-        delay = self.backoff(job) if delay is None else checked_delay(delay)
-        return self._settle(job, round(delay * 1000), error, "", "")
+        """Give a popped job back, due again after ``delay`` seconds (default: the backoff);
+        a failed attempt."""
+        failures = job.failures + 1
+        if delay is None:
+            delay = backoff_delay(policy(self, job), failures)
+        else:
+            delay = checked_delay(delay)
+        return self._settle(job, round(delay * 1000), error, "", "", reason=f"retry {failures}")
 
-    def fail(self, job: Job, error: str | BaseException, traceback: str = "") -> bool:
-        """Record a failure: retried after the backoff, or dead after ``MAX_ATTEMPTS``."""
-        message, error_class = error_text(error)
-        if job.attempts >= self.max_attempts:
+    def fail(
+        self,
+        job: Job,
+        error: str | BaseException,
+        traceback: str = "",
+        *,
+        outcome: Outcome | None = None,
+    ) -> bool:
+        """Record a failure: retried after the backoff, or dead once the job's failures reach
+        its ``max_attempts`` (its own, its task's, else the queue's ``MAX_ATTEMPTS``), or at
+        once when ``retry_on`` does not list the exception. ``outcome``: as decided already
+        (``retry_policy.after_failure``)."""
+        if outcome is None:
+            exc = error if isinstance(error, BaseException) else None
+            outcome = after_failure(policy(self, job), job, exc)
+        if outcome.dead:
             return self.bury(job, error, traceback)
-        delay_ms = round(self.backoff(job) * 1000)
-        return self._settle(job, delay_ms, message, traceback, error_class)
+        message, error_class = error_text(error)
+        delay_ms = round(outcome.delay * 1000)
+        return self._settle(job, delay_ms, message, traceback, error_class, reason=outcome.reason)
+
+    def snooze(self, job: Job, delay: float) -> bool:
+        """Give a popped job back to run again after ``delay`` s, as ``RetryLater`` asks: not
+        a failure (no error stored, its failures unchanged)."""
+        delay_ms = round(checked_delay(delay) * 1000)
+        return self._settle(job, delay_ms, "", "", "", failed=False, reason="RetryLater")
 
     def backoff(self, job: Job) -> float:
-        """Seconds before a failed job runs again: RETRY_BACKOFF, doubled per attempt."""
-        # Capped: many attempts (or a damaged count) must not overflow the due time.
-        return min(self.retry_backoff * 2.0 ** min(max(0, job.attempts - 1), 64), MAX_DELAY)
+        """The longest delay before ``job`` runs again after its next failure (the draw is
+        uniform in ``[d/2, d]``): its ``retry_backoff`` doubled per failure, capped."""
+        return backoff_bound(policy(self, job), job.failures + 1)
 
     def bury(self, job: Job, error: str | BaseException, traceback: str = "") -> bool:
         """Send a popped job straight to the dead set (it can never succeed)."""
@@ -167,7 +192,15 @@ class Queue(Producing, WorkerCalls, Operations):
         return self._settle(job, -1, message, traceback, error_class)
 
     def _settle(
-        self, job: Job, delay_ms: int, error: str, traceback: str, error_class: str
+        self,
+        job: Job,
+        delay_ms: int,
+        error: str,
+        traceback: str,
+        error_class: str,
+        *,
+        failed: bool = True,
+        reason: str = "",
     ) -> bool:
         traceback = trimmed(traceback)
         entry = attempt_error(error, error_class, traceback, job.worker or "")
@@ -180,6 +213,8 @@ class Queue(Producing, WorkerCalls, Operations):
             error_class,
             entry,
             job.worker or "-",
+            "1" if failed else "0",
+            reason,
         )
         return bool(self.run(SETTLE, [self.keys.job(job.id)], args))
 

@@ -34,16 +34,17 @@ from ..queue.eager import eager_job, run_now
 from ..queue.execution import resolve_task
 from ..queue.job_codec import encoded_meta
 from ..queue.on_commit import commit_alias, described, push_at_commit
+from ..queue.options import TASK_OPTIONS, WORKER_OPTIONS, stored_value, with_options
 from ..queue.producing import Enqueued
 from ..queue.queue import Job, Queue, get_queue
 from ..redis.clients import get_redis
 from .new_results import new_result
 from .receivers import announce_enqueued, enqueued_receivers
+from .redis_task import RedisTask
 from .results import (
     FRAMEWORK,
     NOT_A_TASK,
     FrameworkInvalidTask,
-    RedisTask,
     TaskResultDoesNotExist,
     framework_backends,
     restored,
@@ -55,6 +56,24 @@ from .results import (
 from .values import arguments
 
 __all__ = ["FRAMEWORK", "RedisTaskBackend"]
+
+
+def enqueue_options(task: Any) -> dict[str, Any]:
+    """``queue.enqueue``'s keyword arguments for ``task``'s options (those set): the job
+    carries them, so that the worker decides with them however the job was enqueued."""
+    given = {name: getattr(task, name, None) for name in WORKER_OPTIONS}
+    # enqueue-decided options: wired at merge (expires, unique_for, unique_by_args, debounce)
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def rebuilt_options(task: Any, declared: Any, kept: dict[str, Any]) -> dict[str, Any]:
+    """The other options in which ``task`` differs from the task as ``declared`` (its
+    ``using()``), kept with the job (None as null) so that ``get_result`` rebuilds it."""
+    return {
+        name: stored_value(name, getattr(task, name, None))
+        for name in TASK_OPTIONS
+        if name not in kept and getattr(task, name, None) != getattr(declared, name, None)
+    }
 
 
 class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc]
@@ -180,7 +199,8 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             if task.queue_name in conf.QUEUES:  # a connection setting, not the queue
                 raise
             raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
-        meta: dict[str, Any] = {}
+        meta: dict[str, Any] = with_options({}, **enqueue_options(task))
+        meta.update(rebuilt_options(task, declared, meta))
         if self.alias != declared.backend:
             meta["backend"] = self.alias
         run_after = task.run_after

@@ -7,7 +7,6 @@ and return value as JSON are ``values``'.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime, timezone
@@ -20,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask
 from ..queue.jobs import AttemptError, Job, JobState
+from ..queue.options import option_changes
 
 FRAMEWORK = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 try:
@@ -37,6 +37,8 @@ except ImportError as exc:  # Django 5.2 without the backport
         "backport: pip install 'django-redislock[tasks]'."
     ) from exc
 
+framework: Any = _framework  # the Tasks framework's package, and its base module
+framework_base: Any = _base
 Task = _base.Task
 TaskResult = _base.TaskResult
 TaskResultStatus = _base.TaskResultStatus
@@ -46,28 +48,6 @@ TaskResultDoesNotExist = _exceptions.TaskResultDoesNotExist
 # The framework's own "this task cannot be enqueued" (renamed InvalidTask in Django 6).
 FrameworkInvalidTask = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
 normalize_json = _json.normalize_json
-
-_known = threading.local()  # (the framework's backends of this thread, {alias: backend})
-
-
-class RedisTask(Task):  # type: ignore[misc,valid-type]
-    """``RedisTaskBackend``'s ``task_class``: the framework's task, finding its backend
-    faster. The framework's own look-up (``task_backends[alias]``, a context-local) costs
-    about as much as the rest of an enqueue's Python; the backend found is kept per thread
-    until ``TASKS`` changes (the framework then makes its backends anew)."""
-
-    __slots__ = ()
-
-    def get_backend(self) -> Any:
-        backends = _framework.task_backends._connections  # replaced when TASKS changes
-        known = getattr(_known, "backends", None)
-        if known is None or known[0] is not backends:
-            known = _known.backends = (backends, {})
-        found = known[1].get(self.backend)
-        if found is None:
-            found = known[1][self.backend] = Task.get_backend(self)
-        return found
-
 
 _STATUS: dict[str, Any] = {
     JobState.READY: TaskResultStatus.READY,
@@ -134,17 +114,18 @@ def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
 
 def restored(task: Any, job: Job, fallback: str | None) -> Any:
     """``task`` as ``job`` was enqueued: priority, queue, and from the job's metadata the
-    backend alias and ``run_after``. If that alias is gone or no longer takes the queue, the
-    ``fallback`` alias's; if nothing validates, the task as declared."""
+    backend alias, ``run_after`` and the task's options. If that alias is gone or no longer
+    takes the queue, the ``fallback`` alias's; if nothing validates, the task as declared."""
     meta = job.meta
+    changes: dict[str, Any] = option_changes(task, meta) if meta else {}
     if (
         job.priority == task.priority
         and job.queue == task.queue_name
         and "run_after" not in meta
         and meta.get("backend", task.backend) == task.backend
+        and not changes
     ):
         return task  # as enqueued: the usual job
-    changes: dict[str, Any] = {}
     if job.priority != task.priority:
         changes["priority"] = job.priority
     if job.queue != task.queue_name:

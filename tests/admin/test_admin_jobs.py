@@ -217,6 +217,7 @@ def test_a_job_whose_worker_is_gone_is_flagged_and_requeued_but_never_a_live_one
     job = queue.get("orphan")
     assert (job.state, job.lease, job.attempts) == ("ready", None, 1)
     assert "its worker is gone; requeued from the admin" in job.errors[-1].error
+    assert (job.failures, job.reason) == (1, "retry 1 (requeued from the admin)")
     assert LogEntry.objects.get().action_flag == CHANGE
     assert {j.id for j in queue.jobs("running")} == {"alive", "renewed", "popped"}
 
@@ -316,3 +317,43 @@ def test_retry_all_dead_steps_over_what_is_no_job(queue: Queue) -> None:
     queue.client.set(queue.keys.job("not-a-hash"), "x")
     assert queue.retry_all_dead(batch=2) == 3
     assert [j.id for j in queue.jobs("dead")] == ["not-a-hash"]
+
+
+def test_the_job_page_shows_its_options_and_why_it_runs_next(
+    queue: Queue, admin_client: Client
+) -> None:
+    queue.enqueue(
+        "tests.retry_tasks.once", args=["k", 9], job_id="opts", max_attempts=5, retry_backoff=60
+    )
+    [job] = queue.pop(worker="worker-a")
+    queue.fail(job, ValueError("first failure"), "Traceback (first)")
+    text = html(admin_client.get(url("job", "default"), {"id": "opts"}))
+    assert re.search(r'data-field="reason">retry 1<', text)
+    assert re.search(r'data-field="failures">1 ', text)
+    options = re.search(r'data-field="options">(.*?)</table>', text, re.S)
+    assert options is not None
+    rows_shown = re.findall(
+        r"<tr><td><code>(\w+)</code></td><td>(.*?)</td><td class=\"quiet\">([\w ()]+)</td></tr>",
+        options[1],
+    )
+    assert [(name, source) for name, _, source in rows_shown] == [
+        ("max_attempts", "job"),
+        ("retry_backoff", "job"),
+        ("retry_backoff_max", "queue"),
+        ("retry_on", "queue"),
+        ("time_limit", "queue"),
+    ]
+    assert "<code>5</code>" in rows_shown[0][1]
+    queue.enqueue("tests.retry_tasks.snoozing", args=["s", 1, 60], job_id="snoozed")
+    [job] = queue.pop(worker="worker-a")
+    queue.snooze(job, 60)
+    snoozed = html(admin_client.get(url("job", "default"), {"id": "snoozed"}))
+    assert re.search(r'data-field="reason">RetryLater<', snoozed)
+    assert re.search(r'data-field="failures">0 ', snoozed)
+    fresh = queue.enqueue("tests.retry_tasks.once", args=["f", 0])
+    first = html(admin_client.get(url("job", "default"), {"id": fresh.id}))
+    assert re.search(r'data-field="reason">its first run<', first)
+    # a task's own option is shown as the task's
+    assert re.search(
+        r"<code>max_attempts</code></td><td><code>1</code></td><td class=\"quiet\">task<", first
+    )

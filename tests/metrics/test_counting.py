@@ -105,3 +105,25 @@ def test_job_runs_are_counted_by_outcome(fake: Backend, settings: Any) -> None:
     assert grown(before, after, "redislock_job_runs_total", queue="default", outcome="retried") == 2
     assert grown(before, after, "redislock_job_duration_seconds_count", queue="default") == 5
     assert queue.counts() == {"ready": 0, "scheduled": 2, "running": 0, "dead": 0}
+
+
+def test_retried_snoozed_and_dead_runs_follow_the_tasks_options(
+    fake: Backend, settings: Any
+) -> None:
+    """RetryLater runs are counted apart ("snoozed"); a task's max_attempts and retry_on
+    decide between "retried" and "dead" as the worker does."""
+    counting(settings, QUEUES={"default": {"MAX_ATTEMPTS": 5, "RETRY_BACKOFF": 60}})
+    queue = get_queue()
+    before = scrape()
+    queue.enqueue("tests.retry_tasks.snoozing", args=["m-snooze", 1, 60])  # snoozed
+    queue.enqueue("tests.retry_tasks.once", args=["m-once", 9])  # max_attempts 1: dead
+    queue.enqueue("tests.retry_tasks.picky", args=["m-picky", "ValueError"])  # not in retry_on
+    queue.enqueue("tests.retry_tasks.flaky", args=["m-flaky", 9])  # retried (queue: 5)
+    Worker(["default"], burst=True).run()
+    after = scrape()
+
+    def runs(outcome: str) -> float:
+        return grown(before, after, "redislock_job_runs_total", queue="default", outcome=outcome)
+
+    assert (runs("snoozed"), runs("dead"), runs("retried")) == (1, 2, 1)
+    assert queue.counts() == {"ready": 0, "scheduled": 2, "running": 0, "dead": 2}

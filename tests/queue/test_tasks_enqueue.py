@@ -23,7 +23,8 @@ except ImportError:  # Django 5.2: the backport
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import JobNotFound
-from django_redislock.tasks.results import FRAMEWORK, RedisTask
+from django_redislock.tasks.redis_task import RedisTask
+from django_redislock.tasks.results import FRAMEWORK
 from tests.support.fixtures import Backend
 
 from .. import task_examples as examples

@@ -538,7 +538,7 @@ def test_delays_past_a_century_are_refused(server: RedisServer) -> None:
     for delay in (1e20, float("nan"), -1):
         with pytest.raises(ValueError, match="delay"):
             queue.retry(leased, delay=delay)
-    many = replace(leased, attempts=5000)
+    many = replace(leased, attempts=5000, failures=5000)  # the backoff counts failures
     assert queue.backoff(many) == MAX_DELAY
     assert queue.retry(many)
     assert queue.get("century").score > 0

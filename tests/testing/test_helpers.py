@@ -131,3 +131,16 @@ def test_isolated_keys_as_a_decorator(settings: Any) -> None:
     Lock("held", ttl=30).acquire()
     assert delete_prefix() >= 1
     assert not any(get_redis().scan_iter(match="decorated:*"))
+
+
+def test_run_jobs_follows_the_tasks_retry_options(backend: Backend, settings: Any) -> None:
+    """As the worker: a task's max_attempts decides dead or scheduled, and RetryLater
+    schedules the job again without a failure."""
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {"RETRY_BACKOFF": 60}}}
+    queue = get_queue()
+    once = queue.enqueue("tests.retry_tasks.once", args=["h-once", 9])
+    snoozed = queue.enqueue("tests.retry_tasks.snoozing", args=["h-snooze", 1, 60])
+    run = run_jobs()
+    states = {job.id: (job.state, job.reason) for job in run.jobs}
+    assert states == {once.id: ("dead", ""), snoozed.id: ("scheduled", "RetryLater")}
+    assert (queue.get(snoozed.id).failures, queue.get(snoozed.id).error) == (0, "")

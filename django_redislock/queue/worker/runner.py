@@ -13,14 +13,23 @@ import logging
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import redis
 
-from ...exceptions import InvalidTask, JobCancelled, RedisUnavailable
+from ...exceptions import InvalidTask, JobCancelled, RedisUnavailable, RetryLater
 from ..execution import run_job
 from ..job_codec import error_text
 from ..queue import Job, Queue
+from ..retry_policy import (
+    NOT_RETRIED,
+    Outcome,
+    RetryPolicy,
+    after_failure,
+    check_own_options,
+    policy,
+)
 from .connections import close_stale_connections
 
 if TYPE_CHECKING:
@@ -58,6 +67,8 @@ class Runner:
             self.log.debug("%s: %s (%s) started", queue.name, job.task, job.id)
         try:
             try:
+                if job.meta:  # options of its own: a corrupt one sets the job aside
+                    check_own_options(job)
                 watch = None if self.limits is None else self.limits.watch(queue, job)
                 value = run_job(job, watch)
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: the task's own
@@ -77,32 +88,27 @@ class Runner:
     def _failed(self, queue: Queue, job: Job, exc: BaseException, trace: str, ran: float) -> None:
         # Logged before it is recorded: recording waits while Redis is away.
         line = f"{queue.name}: {job.task or '?'} ({job.id})"
+        if isinstance(exc, RetryLater):  # not a failure: runs again, nothing stored
+            self.log.info("%s asked to run again in %s (RetryLater)", line, took(exc.delay))
+            self._settle(queue, partial(queue.snooze, job, exc.delay))
+            return
+        record: Callable[[], bool]
         if isinstance(exc, InvalidTask):  # never retried
             self.log.error("%s refused: %s; dead", line, str(exc).rstrip("."))
-            record = queue.bury
+            record = partial(queue.bury, job, exc, trace)
         else:
             # the Tasks framework logs the traceback (task_finished); a cancelled job is
             # buried as such by Redis, whatever is recorded here
             how = "cancelled" if isinstance(exc, JobCancelled) else "failed"
             why = error_text(exc)[0].rstrip(".")  # "Class: text", even when str(exc) fails
+            rules = policy(queue, job)
+            outcome = after_failure(rules, job, exc)
             self.log.warning(
-                "%s %s in %s: %s; %s", line, how, took(ran), why, self._next(queue, job, exc)
+                "%s %s in %s: %s; %s", line, how, took(ran), why, _next(exc, rules, outcome)
             )
-            record = queue.fail
-        self._settle(queue, lambda: record(job, exc, trace))
+            record = partial(queue.fail, job, exc, trace, outcome=outcome)
+        self._settle(queue, record)
         self.failed += 1
-
-    @staticmethod
-    def _next(queue: Queue, job: Job, exc: BaseException) -> str:
-        """What happens next to a job that failed, as its line says."""
-        if isinstance(exc, JobCancelled):
-            return "dead"
-        if job.attempts >= queue.max_attempts:
-            return f"dead after {job.attempts} attempt(s)"
-        return (
-            f"attempt {job.attempts} of {queue.max_attempts}, runs again in "
-            f"{took(queue.backoff(job))}"
-        )
 
     def _settle(self, queue: Queue, action: Callable[[], bool]) -> None:
         """Record a job's outcome, retrying while Redis is away (up to ``patience``), after
@@ -126,6 +132,20 @@ class Runner:
             except Exception:  # a bug, or what a task left behind: never the worker's end
                 logger.exception("Could not record a job's outcome; it will run again.")
                 return
+
+
+def _next(exc: BaseException, rules: RetryPolicy, outcome: Outcome) -> str:
+    """What happens next to a job that failed, as its line says (attempts: failed ones;
+    ``RetryLater`` runs are not counted)."""
+    if isinstance(exc, JobCancelled):
+        return "dead"
+    if outcome.dead and outcome.reason == NOT_RETRIED:
+        return "dead at once (not in its retry_on)"
+    if outcome.dead:
+        return f"dead after {outcome.failures} attempt(s)"
+    return (
+        f"attempt {outcome.failures} of {rules.max_attempts}, runs again in {took(outcome.delay)}"
+    )
 
 
 def took(seconds: float) -> str:

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 
 from ...exceptions import JobCancelled, JobTimeLimitExceeded
 from ..jobs import Job
-from ..time_limits import job_time_limit
+from ..retry_policy import registered_task
+from ..time_limits import META_KEY, job_time_limit
 from .background import Background
 from .watch import Watch
 
@@ -75,7 +76,11 @@ class TimeLimits:
     def watch(self, queue: Queue, job: Job) -> Watch:
         """The watch ``job`` runs under: its time limit (``math.inf`` for none), and the
         way ``cancel`` reaches it."""
-        seconds = job_time_limit(job, self.defaults.get(queue.name))
+        default = self.defaults.get(queue.name)
+        if META_KEY not in job.meta:  # none of its own: its task's, else its queue's
+            declared = getattr(registered_task(job.task), "time_limit", None)
+            default = default if declared is None else declared
+        seconds = job_time_limit(job, default)
         grace = self.graces.get(queue.name, DEFAULT_GRACE)
         return Watch(self, queue, job, math.inf if seconds is None else seconds, grace)
 

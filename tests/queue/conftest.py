@@ -1,0 +1,5 @@
+"""The queue tests' own fixture: ``retrying`` (see ``retrying``)."""
+
+from .retrying import retrying
+
+__all__ = ["retrying"]

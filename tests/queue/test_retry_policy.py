@@ -1,0 +1,246 @@
+"""How jobs retry: the delay's jitter bounds (real workers), ``retry_on``, ``RetryLater``
+(not a failure), the precedence job > task > queue, a lapsed lease as a failure, and a job
+whose options are corrupt set aside alone."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+
+from django_redislock import get_queue, get_redis
+from django_redislock.queue.jobs import Field
+from django_redislock.queue.worker.loop import Worker
+from tests.support.fixtures import Backend, Processes
+from tests.support.waiting import wait_for
+
+from .. import retry_tasks as tasks
+from .retrying import QUEUES, drain
+
+
+def result_of(task: Any, result_id: str) -> Any:
+    return task.get_result(result_id)
+
+
+# --- retry_on ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "runs", "dead_with"),
+    [
+        ("ValueError", 1, "builtins.ValueError"),  # not listed: dead at once, with its error
+        ("ZeroDivisionError", 4, "builtins.ZeroDivisionError"),  # an ArithmeticError
+        ("RuntimeError", 4, "builtins.RuntimeError"),  # the second class listed
+    ],
+)
+def test_retry_on_retries_only_the_classes_it_lists(
+    retrying: Backend, error: str, runs: int, dead_with: str
+) -> None:
+    result = tasks.picky.enqueue(error, error)
+    drain()
+    assert len(tasks.run_times(error)) == runs
+    found = result_of(tasks.picky, result.id)
+    assert found.status == "FAILED"
+    assert [e.exception_class_path for e in found.errors] == [dead_with] * runs
+    assert get_queue().get(result.id).failures == runs
+
+
+# --- RetryLater ---------------------------------------------------------------------------
+
+
+def test_retry_later_is_not_a_failure(retrying: Backend) -> None:
+    """The task allows one attempt; three RetryLater runs do not use it up. They count as
+    attempts (starts), store no error and leave the failures at 0."""
+    result = tasks.snoozing_once.enqueue("snooze", 3, 0)
+    drain()
+    found = result_of(tasks.snoozing_once, result.id)
+    assert found.status == "SUCCESSFUL"
+    assert found.return_value == 4
+    assert found.errors == []
+    assert found.attempts == 4
+    assert len(tasks.run_times("snooze")) == 4
+
+
+def test_a_job_snoozed_says_why_it_runs_next(retrying: Backend) -> None:
+    result = tasks.snoozing.enqueue("why", 1, 60)
+    drain()
+    job = get_queue().get(result.id)
+    assert (job.state, job.reason, job.failures, job.attempts) == ("scheduled", "RetryLater", 0, 1)
+    assert job.error == ""
+    assert 59_000 <= job.score - tasks.run_times("why")[0] <= 61_000
+
+
+@pytest.mark.parametrize("delay", [-1, float("nan"), float("inf")])
+def test_retry_later_with_a_bad_delay_fails_that_attempt(retrying: Backend, delay: float) -> None:
+    """RetryLater(-1) raises ValueError inside the task: a failure (1 of the queue's 2)."""
+    result = tasks.snoozing.enqueue("bad", 1, delay)
+    drain()
+    found = result_of(tasks.snoozing, result.id)
+    assert found.status == "SUCCESSFUL"
+    assert [e.exception_class_path for e in found.errors] == ["builtins.ValueError"]
+    assert "RetryLater delay" in found.errors[0].traceback
+    assert get_queue().get(result.id).failures == 1
+
+
+# --- precedence: the job's own, then its task's, then its queue's -------------------------------
+
+
+def test_the_queue_setting_applies_without_options(retrying: Backend) -> None:
+    tasks.flaky.enqueue("queue", 9)
+    drain()
+    assert len(tasks.run_times("queue")) == 2  # MAX_ATTEMPTS
+
+
+def test_the_tasks_option_beats_the_queues(retrying: Backend) -> None:
+    tasks.once.enqueue("task", 9)
+    get_queue().enqueue("tests.retry_tasks.once", args=["by-path", 9])  # however enqueued
+    drain()
+    assert len(tasks.run_times("task")) == 1
+    assert len(tasks.run_times("by-path")) == 1
+
+
+def test_the_jobs_own_option_beats_its_tasks(retrying: Backend) -> None:
+    get_queue().enqueue("tests.retry_tasks.once", args=["job", 9], max_attempts=3)
+    tasks.once.using(max_attempts=5).enqueue("using", 9)
+    tasks.once.using(max_attempts=None).enqueue("unset", 9)  # unset: the queue's 2
+    drain()
+    assert len(tasks.run_times("job")) == 3
+    assert len(tasks.run_times("using")) == 5
+    assert len(tasks.run_times("unset")) == 2
+
+
+def test_per_job_retry_on_is_a_list_of_class_paths(retrying: Backend) -> None:
+    queue = get_queue()
+    kept = queue.enqueue(
+        "tests.retry_tasks.flaky", args=["kept", 9], max_attempts=3, retry_on=["builtins.KeyError"]
+    )
+    queue.enqueue_many(
+        [
+            {"task": "tests.retry_tasks.flaky", "args": ["many", 9], "max_attempts": 4},
+            {"task": "tests.retry_tasks.flaky", "args": ["plain", 9]},
+        ]
+    )
+    assert queue.get(kept.id).meta == {"max_attempts": 3, "retry_on": ["builtins.KeyError"]}
+    drain()
+    assert len(tasks.run_times("kept")) == 1  # ValueError: not in its retry_on
+    assert len(tasks.run_times("many")) == 4
+    assert len(tasks.run_times("plain")) == 2  # one item's options never leak into the next
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("max_attempts", 0, ValueError),
+        ("max_attempts", 2.5, TypeError),
+        ("max_attempts", True, TypeError),
+        ("retry_backoff", -1, ValueError),
+        ("retry_backoff", float("nan"), ValueError),
+        ("retry_backoff_max", "10", TypeError),
+        ("retry_on", ["builtins.len"], TypeError),
+        ("retry_on", ["no.such.Error"], ValueError),
+        ("time_limit", 0, ValueError),
+    ],
+)
+def test_bad_per_job_options_are_refused_naming_them(
+    retrying: Backend, option: str, value: Any, error: type[Exception]
+) -> None:
+    queue = get_queue()
+    with pytest.raises(error, match=option):
+        queue.enqueue("tests.retry_tasks.flaky", args=["x", 0], **{option: value})
+    with pytest.raises(error, match=option):
+        queue.enqueue_many(
+            [
+                {"task": "tests.retry_tasks.flaky", "args": ["y", 0]},
+                {"task": "tests.retry_tasks.flaky", "args": ["x", 0], option: value},
+            ]
+        )
+    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+
+
+# --- a lapsed lease ---------------------------------------------------------------------------
+
+
+def test_a_lapsed_lease_is_a_failure(retrying: Backend) -> None:
+    """Its worker died: the attempt failed (retry_on cannot apply: nothing was raised), and
+    the job's own max_attempts (2) ends it once the failures reach it."""
+    queue = get_queue()
+    job = queue.enqueue(
+        "tests.retry_tasks.flaky", args=["lapse", 0], max_attempts=2, retry_on=["builtins.KeyError"]
+    )
+    assert [j.id for j in queue.pop(lease=0.05)] == [job.id]
+    again: list[Any] = []
+    wait_for(lambda: again.extend(queue.pop(lease=0.05)) or again, what="redelivered")
+    assert (again[0].attempts, again[0].failures) == (2, 1)
+    assert queue.get(job.id).reason == "retry 1 (lease ran out)"
+    wait_for(lambda: queue.pop() or queue.counts()["dead"] == 1, what="dead")
+    dead = queue.get(job.id)
+    assert (dead.state, dead.failures, dead.attempts) == ("dead", 2, 2)
+    assert "lease ran out" in dead.error
+
+
+# --- corrupt options --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        (Field.META, json.dumps({"max_attempts": "many"}), "max_attempts"),
+        (Field.META, json.dumps({"retry_on": ["no.such.Error"]}), "retry_on"),
+        (Field.META, json.dumps({"retry_backoff": -5}), "retry_backoff"),
+        (Field.FAILURES, "lots", "failures"),
+    ],
+)
+def test_a_job_with_corrupt_options_is_set_aside_alone(
+    retrying: Backend, field: str, value: str, reason: str
+) -> None:
+    queue = get_queue()
+    before = tasks.flaky.enqueue("before", 0)
+    bad = tasks.flaky.enqueue("bad", 0)
+    after = tasks.flaky.enqueue("after", 0)
+    get_redis().hset(queue.keys.job(bad.id), field, value)
+    drain()
+    assert tasks.run_times("bad") == []  # never run
+    dead = queue.get(bad.id)
+    assert dead.state == "dead"
+    assert reason in dead.error
+    for fine in (before, after):
+        assert result_of(tasks.flaky, fine.id).status == "SUCCESSFUL"
+
+
+# --- the delay, on real workers ----------------------------------------------------------------
+
+
+def work() -> None:
+    Worker(["default"], concurrency=2).run()
+
+
+def test_retry_delays_stay_within_the_jitter_bounds(
+    real_backend: Backend, settings: Any, processes: Processes
+) -> None:
+    """backing_off: base 0.4 s. Its first retry waits d/2..d of d = 0.4 s, its second
+    d = 0.8 s; then it is dead (max_attempts 3). Never early; late by a scheduling slack."""
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
+    gaps: list[list[float]] = []
+    processes.start(work)
+    for i in range(3):
+        result_id = tasks.backing_off.enqueue(f"gap{i}").id
+        wait_for(lambda: result_of(tasks.backing_off, result_id).status == "FAILED", what="dead")  # noqa: B023
+        times = tasks.run_times(f"gap{i}")
+        assert len(times) == 3
+        gaps.append([(b - a) / 1000 for a, b in itertools.pairwise(times)])
+    for first, second in gaps:
+        assert 0.2 - 0.005 <= first <= 0.4 + 1.0
+        assert 0.4 - 0.005 <= second <= 0.8 + 1.0
+
+
+def test_retry_later_waits_its_delay(
+    real_backend: Backend, settings: Any, processes: Processes
+) -> None:
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
+    processes.start(work)
+    result = tasks.snoozing.enqueue("later", 1, 0.3)
+    wait_for(lambda: tasks.snoozing.get_result(result.id).status == "SUCCESSFUL", what="done")
+    first, second = tasks.run_times("later")
+    assert 0.3 - 0.005 <= (second - first) / 1000 <= 0.3 + 1.0  # exact: no jitter
