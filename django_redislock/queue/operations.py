@@ -12,7 +12,7 @@ from ..exceptions import JobNotFound
 from ..redis.scripts import LuaScript
 from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, REQUEUE_RUNNING, RETRY_DEAD
 from .job_codec import attempt_error, from_hash, not_a_hash
-from .jobs import LISTED_STATES, Field, Job, JobState, text
+from .jobs import LISTED_STATES, Field, Job, JobState, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 
@@ -46,6 +46,10 @@ class Operations:
     def _done_since(self) -> int:
         """The finish time (epoch ms) of the oldest result RESULT_TTL still keeps."""
         return int((time.time() - self.result_ttl) * 1000)
+
+    def expired_count(self) -> int:
+        """How many jobs of this queue were buried as expired (never started) so far."""
+        return number(self.client.get(self.keys.expired))
 
     def oldest_ready_age(self) -> float | None:
         """Seconds the longest-waiting ready job has been due (None: nothing is ready)."""
