@@ -35,6 +35,13 @@ class Options(NamedTuple):
     debounce_ms: int
 
 
+class EnqueueOptions(NamedTuple):
+    """What a job's options left in Redis, as the admin shows them (s; None: not set)."""
+
+    unique_left: float | None  # how long its unique_for window still holds
+    debounce: float | None  # the debounce that set its due time
+
+
 def checked_seconds(value: Any, name: str) -> float | None:
     """``value`` as a number of seconds > 0 (None: not set); TypeError or ValueError naming
     ``name`` otherwise."""
