@@ -12,6 +12,7 @@ from django.test import Client
 from django_redislock import get_queue
 from django_redislock.queue.queue import Queue
 from tests.support.fixtures import Backend
+from tests.support.waiting import wait_for
 
 from .test_admin import QUEUES, html, url
 
@@ -56,3 +57,15 @@ def test_a_plain_job_shows_no_options(queue: Queue, admin_client: Client) -> Non
     page = html(admin_client.get(url("job", "default"), {"id": "p"}))
     assert "—" in field(page, "options")
     assert 'data-field="next-run"' not in page
+
+
+def test_a_debounced_job_retried_waits_for_its_retry_not_its_debounce(
+    queue: Queue, admin_client: Client
+) -> None:
+    queue.enqueue(TASK, args=[1], job_id="r", debounce=0.01)
+    popped: list[Any] = []
+    wait_for(lambda: popped.extend(queue.pop()) or popped, 10)
+    assert queue.retry(popped[0], delay=60)
+    page = html(admin_client.get(url("job", "default"), {"id": "r"}))
+    assert 'data-field="next-run"' not in page
+    assert "debounce 10 ms" in field(page, "options")
