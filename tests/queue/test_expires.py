@@ -63,20 +63,20 @@ def test_the_clock_starts_when_the_job_becomes_due(queue: Queue) -> None:
 
 
 def test_a_retry_is_due_again_and_gets_its_expiry_afresh(queue: Queue) -> None:
-    queue.enqueue(TASK, args=[1], job_id="r", expires=0.3)
+    queue.enqueue(TASK, args=[1], job_id="r", expires=1)
     [job] = queue.pop()
-    assert queue.retry(job, delay=0.5)  # due again later than its first deadline
+    assert queue.retry(job, delay=1.2)  # due again later than its first deadline
     popped: list[Any] = []
     wait_for(lambda: popped.extend(queue.pop()) or popped, 10, "the retry became due")
     assert [(j.id, j.attempts) for j in popped] == [("r", 2)]
 
 
 def test_a_job_leased_ahead_that_expired_is_buried_by_its_start_uncharged(queue: Queue) -> None:
-    job = queue.enqueue(TASK, args=[1], job_id="ahead", expires=0.05)
+    job = queue.enqueue(TASK, args=[1], job_id="ahead", expires=0.5)  # (a loaded machine)
     fresh = queue.enqueue(TASK, args=[2], job_id="fresh", expires=60)
     ahead = queue.fetch(2, worker="w", charge=False).jobs
     assert [j.id for j in ahead] == ["ahead", "fresh"]
-    past(job, 0.05)
+    past(job, 0.5)
     lost = queue.run(START, *queue.start_args("w", [], ahead))
     assert [x.decode() if isinstance(x, bytes) else x for x in lost] == ["{expired}ahead"]
     dead = queue.get("ahead")

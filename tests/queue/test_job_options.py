@@ -105,11 +105,11 @@ def test_the_window_outlives_the_results_kept(queue: Queue, settings: Any) -> No
 
 
 def test_after_the_window_an_enqueue_makes_a_new_job(queue: Queue) -> None:
+    started = server_now()
     unique(queue, 1, window=0.3)
     finish(queue, "done, not kept")
-    started = server_now()
     wait_for(lambda: unique(queue, 2, window=0.3).args == [2], 10, "a new job after the window")
-    assert server_now() - started > 0.2  # not before the window ended (counted from the first)
+    assert server_now() - started >= 0.3 - 0.002  # not before the window (from the first)
     [job] = queue.pop()
     assert job.args == [2]
     assert unique(queue, 3, window=0.3).args == [2]  # its own window, from its own enqueue
@@ -214,14 +214,13 @@ def test_each_enqueue_pushes_the_due_time_back_and_keeps_the_last_values(queue: 
 
 def test_ten_quick_enqueues_make_one_run_with_the_last_arguments(queue: Queue) -> None:
     for version in range(10):
-        queue.enqueue(TASK, args=[version], job_id=ID, debounce=0.3)
+        last = server_now()
+        queue.enqueue(TASK, args=[version], job_id=ID, debounce=1)
         assert sum(queue.counts().values()) == 1
-    last = server_now()
     assert queue.pop() == []  # not before the debounce after the last enqueue
-    wait_for(lambda: queue.counts()["ready"] + queue.counts()["scheduled"] == 1, 1)
     jobs: list[Any] = []
     wait_for(lambda: jobs.extend(queue.pop()) or jobs, 10, "the debounced job became ready")
-    assert server_now() - last >= 0.3 - 0.01
+    assert server_now() - last >= 1 - 0.002
     assert [job.args for job in jobs] == [[9]]
 
 

@@ -165,7 +165,7 @@ class Leases:
             except BaseException:
                 self.finished.put_back(queue, finished)
                 raise
-            self._warn_lost(lost)
+            self.expired.lost(lost)
             for job in jobs:
                 with self.lock:
                     self.running[(queue.name, job.id)] = Leased(queue, job)
@@ -301,8 +301,3 @@ class Leases:
         finally:
             for channel in self.channels.values():
                 channel.close()
-
-    @staticmethod
-    def _warn_lost(lost: Sequence[str]) -> None:
-        for job_id in lost:
-            logger.warning("Job %s lost its lease before it finished; it may run again.", job_id)
