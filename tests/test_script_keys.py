@@ -338,6 +338,24 @@ def exercise_queue_corners() -> None:
     queue.retry_all_dead()
     queue.purge("ready")
     queue.purge("dead")
+    exercise_job_options(queue)
+
+
+def exercise_job_options(queue: Any) -> None:
+    """Issue 26's enqueue-decided options: uniqueness, debounce, and expiry at POP and START."""
+    queue.enqueue("t", job_id="u", unique_for=60)
+    queue.enqueue("t", job_id="u", unique_for=60)  # within the window: returned
+    queue.enqueue_many([{"task": "t", "job_id": "d", "debounce": 60}, {"task": "t"}])
+    queue.enqueue("t", args=[1], unique_by_args=True, expires=0.001)
+    time.sleep(0.01)
+    queue.pop(5, worker="w")  # the expired one buried, never leased
+    queue.enqueue("t", job_id="x-ahead", expires=0.01)
+    ahead = queue.fetch(1, worker="w", charge=False)[0]
+    time.sleep(0.03)
+    queue.run(START, *queue.start_args("w", [], ahead))  # expired since leased: buried
+    queue.purge("dead")
+    queue.purge("running")
+    queue.purge("scheduled")
 
 
 def exercise_wakeups() -> None:

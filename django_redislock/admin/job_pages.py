@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ..conf import conf
 from ..exceptions import JobNotFound
 from ..queue.arguments import checked_job_id
+from ..queue.job_options import job_expires_ms
 from ..queue.jobs import LISTED_STATES, JobState
 from ..queue.queue import Job, Queue, get_queue
 from ..queue.retry_policy import explained
@@ -134,6 +135,8 @@ class JobPages(Rendering):
                 "job": job,
                 "errors": list(enumerate(job.errors, start=1)),
                 "options": explained(q, job),
+                "enqueue_options": q.enqueue_options(job_id),
+                "expires": (job_expires_ms(job.meta) or 0) / 1000,
                 "settled": job.state in (JobState.DEAD, JobState.DONE),
                 "state_url": self._url("jobs", queue, job.state) if job.state in STATES else "",
             }

@@ -1,7 +1,8 @@
 """The gauges read from Redis when the metrics are scraped: jobs per queue and state, the
-oldest ready job's age, live workers. Read at scrape time, they are the same whichever
-process answers, and cost nothing between scrapes: a pipeline and a script per queue, one
-read of the worker registry.
+oldest ready job's age, live workers; and the count of jobs buried as expired (a counter
+kept in Redis by the scripts that bury them). Read at scrape time, they are the same
+whichever process answers, and cost nothing between scrapes: a pipeline, a script and a GET
+per queue, one read of the worker registry.
 
 When Redis cannot be reached they are left out and ``redislock_redis_up`` is 0: the scrape
 still answers (with the process's own counts), so an alert can tell "Redis is down" from
@@ -14,7 +15,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..conf import conf
@@ -24,7 +25,7 @@ from ..queue.worker.registry import live_workers
 logger = logging.getLogger(__name__)
 
 
-def _families() -> dict[str, GaugeMetricFamily]:
+def _families() -> dict[str, GaugeMetricFamily | CounterMetricFamily]:
     return {
         "jobs": GaugeMetricFamily(
             "redislock_queue_jobs",
@@ -41,6 +42,11 @@ def _families() -> dict[str, GaugeMetricFamily]:
             "Live workers (recent heartbeat) serving a queue.",
             labels=["queue"],
         ),
+        "expired": CounterMetricFamily(
+            "redislock_queue_expired_jobs",
+            "Jobs buried as expired: not started within their expiry of becoming due.",
+            labels=["queue"],
+        ),
     }
 
 
@@ -51,7 +57,7 @@ class RedisCollector(Collector):
     def __init__(self, using: str | None = None) -> None:
         self.using = using
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
             "redislock_redis_up", "1 when Redis answered this scrape, 0 when it did not."
         )
@@ -66,7 +72,7 @@ class RedisCollector(Collector):
         yield up
         yield from families.values()
 
-    def _read(self) -> dict[str, GaugeMetricFamily]:
+    def _read(self) -> dict[str, GaugeMetricFamily | CounterMetricFamily]:
         families = _families()
         names = sorted(conf.QUEUES)
         serving = dict.fromkeys(names, 0)
@@ -82,4 +88,5 @@ class RedisCollector(Collector):
                 families["jobs"].add_metric([name, state], count)
             families["age"].add_metric([name], queue.oldest_ready_age() or 0.0)
             families["workers"].add_metric([name], serving[name])
+            families["expired"].add_metric([name], queue.expired_count())
         return families

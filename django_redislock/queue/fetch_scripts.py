@@ -23,7 +23,8 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 )
 
 # KEYS: the fixed keys; per job to finish its key and its result key; per job to start its
-# key; then per candidate (an id PEEK found) its key and its corrupt key; last the done set.
+# key; then per candidate (an id PEEK found) its key and its corrupt key; last the expired
+# counter and the done set.
 # ARGV[1] how many candidates  ARGV[2] how many to lease (at most 1000)  ARGV[3] lease ms
 # ARGV[4] worker  ARGV[5] the queue's max attempts  ARGV[6] result TTL ms  ARGV[7] "1":
 # the leased jobs start now (charge their attempt), "0": leased ahead, charged when a later
@@ -36,7 +37,8 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 # attempt), then leases up to ARGV[2] ready jobs, highest priority first. It touches only
 # the candidates among the jobs it finds: one that is not a candidate (it came since PEEK)
 # is left for the next call, which is due at once. A ready job whose hash is missing or
-# unreadable goes to the dead set with the reason, alone.
+# unreadable goes to the dead set with the reason, alone; one not started within its expiry
+# (metadata "expires", s) of becoming due goes there as "expired", never leased, counted.
 # Returns {ms until the next due job or lease expiry (0: more are ready, -1: none), the ids
 # among the finished and started whose lease had been lost, then per leased job 11 values:
 # id, task, args, kwargs, metadata, attempt (the number this run is), priority, due,
@@ -132,7 +134,8 @@ end
 local reply = {-1, lost}
 if count > 0 then
   -- Read and check the candidates first; then lease the good ones and bury the bad ones.
-  local head_ids, ids, leased, bad = redis.call('ZRANGE', READY, 0, count - 1), {}, {}, {}
+  local head_ids, ids, leased, bad, expired = redis.call('ZRANGE', READY, 0, count - 1), {}, {},
+                                              {}, {}
   for _, id in ipairs(head_ids) do
     if not given[id] then  -- came since PEEK: it waits for the next call (in order)
       more = true
@@ -162,14 +165,21 @@ if count > 0 then
         end
       end
     end
+    local x = not err and expires_ms(f[4])
+    if x == nil then
+      err = 'The job\\'s expiry (metadata "expires") is not a number of seconds > 0.'
+    end
     if err then
       bad[#bad + 1] = {key, id, err, not ok and KEYS[given[id] + 1]}
+    elseif x and now > num(f[6], 0) + x then  -- not started in time: never started
+      expired[#expired + 1] = {key, id}
     else
       leased[#leased + 1] = {key, id, f}
     end
   end
   zrem_all(READY, ids)
   for _, b in ipairs(bad) do bury(b[1], b[2], now, b[3], b[4]) end
+  for _, e in ipairs(expired) do bury_expired(e[1], e[2], now) end
   local expiries = {}
   for _, job in ipairs(leased) do
     local key, id, f = job[1], job[2], job[3]
@@ -204,13 +214,14 @@ return reply
 """,
 )
 
-# KEYS: as POP's. ARGV[1] worker  ARGV[2] result TTL ms  ARGV[3] how many jobs to finish
-# ARGV[4] how many jobs to start (at most 1000 of each), then per job to finish 3 values:
-# id, lease token, return value (JSON; "" to keep no result), then per job to start 2
-# values: id, lease token.
+# KEYS: as POP's, without candidates. ARGV[1] worker  ARGV[2] result TTL ms  ARGV[3] how
+# many jobs to finish  ARGV[4] how many jobs to start (at most 1000 of each), then per job
+# to finish 3 values: id, lease token, return value (JSON; "" to keep no result), then per
+# job to start 2 values: id, lease token.
 # What a worker sends, not waiting for the reply, as it starts a job leased ahead: the jobs
-# finished before it are acknowledged, and its attempt is charged. Returns the ids whose
-# lease had been lost.
+# finished before it are acknowledged, and its attempt is charged, unless it expired since
+# it was leased: then it is buried "expired". Returns the ids whose lease had been lost, and
+# "{expired}<id>" for each job buried so (the worker that waits for it does not run it).
 START = script(
     "start",
     """

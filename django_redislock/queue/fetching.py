@@ -51,8 +51,8 @@ class WorkerCalls:
             raise ValueError(f"One POP takes at most {MAX_BATCH} jobs of each kind.")
         lease_ms = max(1, round((self.lease if lease is None else lease) * 1000))
         keys, (worker, ttl, *leases) = self.start_args(worker, finished, started)
-        # The done set stays last, where POP (as START) finds it.
-        keys[-1:-1] = [k for i in candidates for k in (self.keys.job(i), self.keys.corrupt(i))]
+        # The expired counter and the done set stay last, where POP (as START) finds them.
+        keys[-2:-2] = [k for i in candidates for k in (self.keys.job(i), self.keys.corrupt(i))]
         return keys, [
             len(candidates),
             count,
@@ -94,7 +94,7 @@ class WorkerCalls:
         for job in started:
             job_keys.append(job_prefix + job.id)
             args += (job.id, job.lease or "")
-        job_keys.append(keys.done)  # last: where the finished jobs kept are indexed
+        job_keys += (keys.expired, keys.done)  # last: expired counter, finished jobs kept
         return job_keys, args
 
     def fetched(self, reply: Any, worker: str) -> Fetched:

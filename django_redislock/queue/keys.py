@@ -17,6 +17,10 @@ Cluster (``base`` = ``<prefix>:{Q:<queue>}:``):
     base seq             string  arrival counter (FIFO within a priority)
     base wake            list    wake-up tokens: a worker blocks on it (BLPOP) when idle
     base tick:<name>     string  the last tick (epoch ms) enqueued for a SCHEDULE entry
+    base u:<id>          hash    a unique_for window: the creating enqueue's task, args,
+                                 kwargs, meta, priority, due and enqueue time (job fields);
+                                 expires with the window (PX), whatever became of the job
+    base expired         string  how many jobs were buried as expired (never started)
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class QueueKeys:
         self.seq = self.base + "seq"
         self.wake = self.base + "wake"
         self.done = self.base + "done"
+        self.expired = self.base + "expired"
         self.fixed = (self.ready, self.sched, self.run, self.dead, self.seq, self.wake)
         self.job_prefix = self.base + "j:"
         self.result_prefix = self.base + "result:"
@@ -58,6 +63,10 @@ class QueueKeys:
     def corrupt(self, job_id: str) -> str:
         """Where a job's key that was not a hash is set aside."""
         return self.job_prefix + job_id + ":corrupt"
+
+    def unique(self, job_id: str) -> str:
+        """The marker of a ``unique_for`` window of ``job_id``."""
+        return self.base + "u:" + job_id
 
     def result(self, job_id: str) -> str:
         return self.result_prefix + job_id

@@ -93,6 +93,25 @@ local function bury(key, id, now, err, corrupt)
   redis.call('ZADD', DEAD, now, id)
 end
 
+-- A job's expiry in ms, from its metadata (JSON, key "expires", seconds): false when it has
+-- none, nil when it is not a number of seconds > 0 (the job is then buried, alone).
+local function expires_ms(meta)
+  if not meta or not string.find(meta, '"expires"', 1, true) then return false end
+  local ok, m = pcall(cjson.decode, meta)
+  if not ok or type(m) ~= 'table' then return nil end
+  local x = m.expires
+  if x == nil then return false end  -- the word was inside another value
+  if type(x) ~= 'number' or x ~= x or x <= 0 or x == math.huge then return nil end
+  return x * 1000
+end
+
+-- Bury job ``id`` as expired (not started within its expiry of becoming due), uncharged,
+-- and count it in the queue's expired counter (the key before the done set, the last key).
+local function bury_expired(key, id, now)
+  bury(key, id, now, 'expired', false)
+  redis.call('INCR', KEYS[#KEYS - 1])
+end
+
 -- Bury job ``id`` as cancelled (``asked``: the cancel field, "who|ms"): never run again.
 local function bury_cancelled(key, id, now, asked, why)
   local who = string.match(asked, '^(.*)|') or asked
@@ -171,10 +190,12 @@ end
 -- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms and indexed
 -- in the done set, the last key; their job and result keys from KEYS[7]), then charge the
 -- attempt of the ``n_start`` jobs described after them (id, lease token; their job keys
--- after those) that start now. Reads and checks every lease before its first write.
--- Returns the ids whose lease had been lost.
+-- after those) that start now; one of them found expired since it was leased ahead is
+-- buried "expired" instead, uncharged (the expired counter is the key before the done set).
+-- Reads and checks every lease before its first write. Returns the ids whose lease had been
+-- lost, and "{expired}<id>" for each job buried as expired (ids never hold braces).
 local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
-  local lost, finished, finishing, starting, done = {}, {}, {}, {}, {}
+  local lost, finished, finishing, starting, done, expired = {}, {}, {}, {}, {}, {}
   for n = 0, n_finish - 1 do
     local i, k = at + 3 * n, 7 + 2 * n
     local ok, l = pcall(redis.call, 'HGET', KEYS[k], F.lease)
@@ -186,9 +207,16 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   end
   for n = 0, n_start - 1 do
     local i, key = at + 3 * n_finish + 2 * n, KEYS[7 + 2 * n_finish + n]
-    local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers)
+    local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
+                        F.due, F.meta)
     if ok and f[1] == ARGV[i + 1] then
-      if f[2] ~= f[1] then starting[#starting + 1] = {key, f[3], f[4]} end
+      local x = f[2] ~= f[1] and expires_ms(f[6])
+      if x and now > (num(f[5], 0) or 0) + x then  -- leased ahead, expired since: never started
+        expired[#expired + 1] = {key, ARGV[i]}
+        lost[#lost + 1] = '{expired}' .. ARGV[i]
+      elseif f[2] ~= f[1] then
+        starting[#starting + 1] = {key, f[3], f[4]}
+      end
     else
       lost[#lost + 1] = ARGV[i]
     end
@@ -212,6 +240,10 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
       done[#done + 1] = ARGV[i]
     end
     if follow then run_next(key, ARGV[i], follow, now) end
+  end
+  for _, e in ipairs(expired) do
+    bury_expired(e[1], e[2], now)
+    finished[#finished + 1] = e[2]
   end
   if #finished > 0 then zrem_all(RUN, finished) end
   if #done > 0 then

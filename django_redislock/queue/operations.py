@@ -12,7 +12,8 @@ from ..exceptions import JobNotFound
 from ..redis.scripts import LuaScript
 from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, REQUEUE_RUNNING, RETRY_DEAD
 from .job_codec import attempt_error, from_hash, not_a_hash
-from .jobs import LISTED_STATES, Field, Job, JobState, text
+from .job_options import EnqueueOptions
+from .jobs import LISTED_STATES, Field, Job, JobState, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 
@@ -46,6 +47,10 @@ class Operations:
     def _done_since(self) -> int:
         """The finish time (epoch ms) of the oldest result RESULT_TTL still keeps."""
         return int((time.time() - self.result_ttl) * 1000)
+
+    def expired_count(self) -> int:
+        """How many jobs of this queue were buried as expired (never started) so far."""
+        return number(self.client.get(self.keys.expired))
 
     def oldest_ready_age(self) -> float | None:
         """Seconds the longest-waiting ready job has been due (None: nothing is ready)."""
@@ -119,6 +124,18 @@ class Operations:
             if isinstance(fields, Exception) or fields:
                 return self._job(job_id, fields)
         raise JobNotFound(f"No job {job_id!r} in queue {self.name!r}.")
+
+    def enqueue_options(self, job_id: str) -> EnqueueOptions:
+        """What a job's enqueue-decided options left in Redis (for the admin): how long its
+        ``unique_for`` window still holds, and the debounce that set its due time."""
+        pipe = self.client.pipeline(transaction=False)
+        for key in (self.keys.job(job_id), self.keys.result(job_id)):
+            pipe.hget(key, Field.DEBOUNCED)
+        pipe.pttl(self.keys.unique(job_id))
+        pending, done, ttl = pipe.execute(raise_on_error=False)
+        debounce = next((d for d in (pending, done) if isinstance(d, bytes | str)), None)
+        left = ttl / 1000 if isinstance(ttl, int) and ttl > 0 else None
+        return EnqueueOptions(left, number(debounce) / 1000 if debounce is not None else None)
 
     def _job(self, job_id: str, fields: Any) -> Job:
         if isinstance(fields, Exception):  # not a hash: POP sets such a key aside

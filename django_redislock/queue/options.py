@@ -21,6 +21,8 @@ WORKER_OPTIONS = ("max_attempts", "retry_backoff", "retry_backoff_max", "retry_o
 ENQUEUE_OPTIONS = ("expires", "unique_for", "unique_by_args", "debounce")
 LIMIT_OPTIONS = ("concurrency_key", "concurrency_limit", "rate_key", "rate")  # next issue's
 TASK_OPTIONS = WORKER_OPTIONS + ENQUEUE_OPTIONS + LIMIT_OPTIONS
+# The worker options a job may carry of its own, besides time_limit (kept in its metadata).
+OWN_OPTIONS = ("max_attempts", "retry_backoff", "retry_backoff_max", "retry_on")
 OPTION_NAMES = frozenset(TASK_OPTIONS)
 MAX_ATTEMPTS = 1000  # as the queue setting allows
 
@@ -35,7 +37,9 @@ def _whole(name: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def _seconds(name: str, value: Any, *, zero: bool) -> float:
+def checked_seconds(name: str, value: Any, *, zero: bool) -> float:
+    """``value`` of option (or field) ``name``: a number of seconds >= 0 (``zero``) or > 0,
+    at most a century; TypeError or ValueError naming ``name`` otherwise."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}.")
     low_ok = value >= 0 if zero else value > 0
@@ -97,14 +101,14 @@ def class_path(cls: type[BaseException], name: str = "retry_on") -> str:
 
 _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "max_attempts": lambda n, v: _whole(n, v, 1, MAX_ATTEMPTS),
-    "retry_backoff": lambda n, v: _seconds(n, v, zero=True),
-    "retry_backoff_max": lambda n, v: _seconds(n, v, zero=True),
+    "retry_backoff": lambda n, v: checked_seconds(n, v, zero=True),
+    "retry_backoff_max": lambda n, v: checked_seconds(n, v, zero=True),
     "retry_on": lambda n, v: retry_on_classes(v, n),
     "time_limit": lambda n, v: checked_time_limit(v, n),
-    "expires": lambda n, v: _seconds(n, v, zero=False),
-    "unique_for": lambda n, v: _seconds(n, v, zero=False),
+    "expires": lambda n, v: checked_seconds(n, v, zero=False),
+    "unique_for": lambda n, v: checked_seconds(n, v, zero=False),
     "unique_by_args": _flag,
-    "debounce": lambda n, v: _seconds(n, v, zero=False),
+    "debounce": lambda n, v: checked_seconds(n, v, zero=False),
     "concurrency_key": _key,
     "concurrency_limit": lambda n, v: _whole(n, v, 1, 1_000_000),
     "rate_key": _key,

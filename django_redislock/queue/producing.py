@@ -15,11 +15,13 @@ from ..redis.scripts import LuaScript
 from .arguments import JOB_ARGUMENTS, Made, checked_job_id, job_values, new_id, new_ids
 from .eager import run_eagerly
 from .enqueue_scripts import ADD, ENQUEUE
+from .job_options import with_expires
 from .jobs import Job, JobState, enqueued_job, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit
-from .options import with_options
+from .opted_enqueue import ARGUMENTS, OptedEnqueue
+from .options import OWN_OPTIONS, with_options
 from .time_limits import with_time_limit
 
 READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
@@ -56,7 +58,6 @@ _UNKNOWN = Enqueued(0, 0, READY, 0)  # for a job not pushed yet
 
 
 # A job's own retry options, as enqueue and enqueue_many items take them.
-OWN_OPTIONS = ("max_attempts", "retry_backoff", "retry_backoff_max", "retry_on")
 _UNSET = (None, None, None, None)
 
 
@@ -67,7 +68,11 @@ def _stamped(job: Job, reply: Enqueued) -> Job:
     return job
 
 
-class Producing:
+class _Opted(TypeError):
+    """A job of ``enqueue_many`` carries options: the batch goes to ``enqueue_opted``."""
+
+
+class Producing(OptedEnqueue):
     name: str
     client: Any
     keys: QueueKeys
@@ -97,6 +102,10 @@ class Producing:
         retry_backoff: float | None = None,
         retry_backoff_max: float | None = None,
         retry_on: Sequence[str] | None = None,
+        expires: float | None = None,
+        unique_for: float | None = None,
+        unique_by_args: bool = False,
+        debounce: float | None = None,
     ) -> Job:
         """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
         Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
@@ -110,12 +119,44 @@ class Producing:
         ``time_limit``: seconds the job may run (default: its task's, else the queue's
         ``TIME_LIMIT``); ``max_attempts``, ``retry_backoff``, ``retry_backoff_max``,
         ``retry_on`` (exception class paths): how it retries (default: its task's, else the
-        queue's ``MAX_ATTEMPTS``, ``RETRY_BACKOFF``)."""
+        queue's ``MAX_ATTEMPTS``, ``RETRY_BACKOFF``).
+
+        ``expires`` (s): not started within that of becoming due, the job is never started
+        (dead, "expired"). ``unique_for`` (s): within that of the enqueue that created the
+        id, an enqueue of it returns the existing job unchanged, whatever its state.
+        ``unique_by_args``: the id is derived from the task and its arguments
+        (``job_options.unique_job_id``). ``debounce`` (s): each enqueue of the id sets its
+        due time to that from now and keeps the last values (see ``job_options``)."""
+        own = (max_attempts, retry_backoff, retry_backoff_max, retry_on)
+        if (
+            expires is not None
+            or unique_for is not None
+            or debounce is not None
+            or unique_by_args is not False
+        ):
+            spec = {
+                "task": task,
+                "args": args,
+                "kwargs": kwargs,
+                "job_id": job_id,
+                "delay": delay,
+                "at": at,
+                "priority": priority,
+                "meta": meta,
+                "time_limit": time_limit,
+                "expires": expires,
+                "unique_for": unique_for,
+                "unique_by_args": unique_by_args,
+                "debounce": debounce,
+                **dict(zip(OWN_OPTIONS, own, strict=True)),
+            }
+            return self.enqueue_opted([spec], replace, using, db)[0]
         kwargs = kwargs if kwargs is not None else {}
         meta = with_time_limit(meta, time_limit)
-        own = (max_attempts, retry_backoff, retry_backoff_max, retry_on)
         if own != _UNSET:  # (the usual job: none)
             meta = with_options(meta, **dict(zip(OWN_OPTIONS, own, strict=True)))
+        if meta is not None:  # a job's meta enqueued again: its expiry is checked
+            with_expires(meta, None)
         fresh = job_id is None
         job_id = new_id() if job_id is None else checked_job_id(job_id)
         values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
@@ -165,7 +206,11 @@ class Producing:
         """Add many jobs, each a dict of ``enqueue``'s arguments: all are checked before any
         is written, then sent in atomic batches of ``MAX_BATCH`` (one round trip each).
         Inside ``transaction.atomic()``, pushed when it commits, as ``enqueue``."""
-        flat, made, fresh = self._checked(jobs)
+        jobs = jobs if isinstance(jobs, (list, tuple)) else list(jobs)
+        try:
+            flat, made, fresh = self._checked(jobs)
+        except _Opted:
+            return self.enqueue_opted(jobs, replace, using, db)
         alias = commit_alias(database(using, db)) if self.on_commit else None
         if self.eager:
             return run_eagerly(self.name, made, alias)
@@ -186,16 +231,19 @@ class Producing:
         enqueued = self._push_many(flat, made, fresh, False, entry, tick_ms)
         return enqueued[0] if enqueued else None
 
-    def _checked(self, jobs: Iterable[Mapping[str, Any]]) -> tuple[list[Any], list[Made], str]:
+    def _checked(self, jobs: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Made], str]:
         """ENQUEUE's values of ``jobs``, each job checked; and whether every id is new."""
         flat: list[Any] = []
         made: list[Made] = []
         fresh = "1"  # every id generated here: ENQUEUE need not look any up
-        jobs = jobs if isinstance(jobs, (list, tuple)) else list(jobs)
         ids = new_ids(len(jobs))
         for spec in jobs:
             if not spec.keys() <= JOB_ARGUMENTS:
                 unknown = ", ".join(sorted(set(spec) - JOB_ARGUMENTS))
+                if spec.keys() <= ARGUMENTS:
+                    raise _Opted(
+                        f"A SCHEDULE entry takes no {unknown}."
+                    )  # (only a tick lets it out)
                 raise TypeError(f"Unknown job argument(s): {unknown}.")
             task, args, kwargs = spec.get("task"), spec.get("args", ()), spec.get("kwargs") or {}
             job_id = spec.get("job_id")
@@ -206,6 +254,8 @@ class Producing:
             priority = spec.get("priority", 0)
             meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
             meta = with_options(meta, **{n: spec.get(n) for n in OWN_OPTIONS})
+            if meta is not None:
+                with_expires(meta, None)
             flat += job_values(
                 job_id, task, args, kwargs, priority, meta, spec.get("delay"), spec.get("at")
             )

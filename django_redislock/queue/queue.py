@@ -106,8 +106,9 @@ class Queue(Producing, WorkerCalls, Operations):
         """``pop_and_wait`` after acknowledging ``finished`` (jobs with their result, as
         ``ack`` takes them) and charging the attempt of ``started`` (jobs leased ahead that
         start now), in one round trip per ``MAX_BATCH`` jobs; also returns the ids of the
-        finished and started jobs whose lease had run out. ``charge=False`` leases jobs
-        ahead: their attempt counts only once they are started."""
+        finished and started jobs whose lease had run out (``"{expired}<id>"``: a started
+        job that had expired, buried uncharged). ``charge=False`` leases jobs ahead: their
+        attempt counts only once they are started."""
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ValueError(f"count must be an int >= 0, not {count!r}.")
         jobs: list[Job] = []

@@ -34,7 +34,7 @@ from ..queue.eager import eager_job, run_now
 from ..queue.execution import resolve_task
 from ..queue.job_codec import encoded_meta
 from ..queue.on_commit import commit_alias, described, push_at_commit
-from ..queue.options import TASK_OPTIONS, WORKER_OPTIONS, stored_value, with_options
+from ..queue.options import with_options
 from ..queue.producing import Enqueued
 from ..queue.queue import Job, Queue, get_queue
 from ..redis.clients import get_redis
@@ -53,27 +53,10 @@ from .results import (
     task_result,
     when,
 )
+from .task_options import enqueue_decided, enqueue_options, enqueued_with_options, rebuilt_options
 from .values import arguments
 
 __all__ = ["FRAMEWORK", "RedisTaskBackend"]
-
-
-def enqueue_options(task: Any) -> dict[str, Any]:
-    """``queue.enqueue``'s keyword arguments for ``task``'s options (those set): the job
-    carries them, so that the worker decides with them however the job was enqueued."""
-    given = {name: getattr(task, name, None) for name in WORKER_OPTIONS}
-    # enqueue-decided options: wired at merge (expires, unique_for, unique_by_args, debounce)
-    return {name: value for name, value in given.items() if value is not None}
-
-
-def rebuilt_options(task: Any, declared: Any, kept: dict[str, Any]) -> dict[str, Any]:
-    """The other options in which ``task`` differs from the task as ``declared`` (its
-    ``using()``), kept with the job (None as null) so that ``get_result`` rebuilds it."""
-    return {
-        name: stored_value(name, getattr(task, name, None))
-        for name in TASK_OPTIONS
-        if name not in kept and getattr(task, name, None) != getattr(declared, name, None)
-    }
 
 
 class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc]
@@ -100,7 +83,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         # id(task) -> (task, REDISLOCK, client, capabilities, path, queue, meta, due): what
         # enqueue found out about a task, kept while the setting, the client and the
         # backend's capabilities (a test may switch one off) are unchanged.
-        self._prepared: dict[int, tuple[Any, Any, Any, Any, str, Queue, str, int]] = {}
+        self._prepared: dict[int, tuple[Any, Any, Any, Any, str, Queue, str, int, Any]] = {}
 
     def validate_task(self, task: Any) -> None:
         # The framework inspects the function's signature every time: a task that passed is
@@ -129,7 +112,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             or kept[3] != self._capabilities()
         ):
             kept = self._prepare(task, raw, client)
-        path, queue, meta, due = kept[4:]
+        path, queue, meta, due, decided = kept[4:]
         if traced:
             meta = tracing.carried_text(meta)
         args, kwargs, args_text, kwargs_text = arguments(args, kwargs)
@@ -138,6 +121,12 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         if queue.eager:  # EAGER: run here, never pushed
             made_now = Made(job_id, path, args, kwargs, task.priority, json.loads(meta or "{}"))
             return self._run_eagerly(task, queue, eager_job(queue.name, made_now))
+        if decided:  # expires, uniqueness, debounce: the queue's enqueue with options
+            result = enqueued_with_options(
+                task, queue, path, args, kwargs, meta, decided, self.alias
+            )
+            signals.task_enqueued.send(type(self), task_result=result)
+            return result
         if queue.on_commit and (alias := commit_alias(None)) is not None:
             # inside transaction.atomic(): pushed when it commits
             result = new_result(task, job_id, args, kwargs, self.alias)
@@ -217,6 +206,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             queue,
             encoded_meta(meta),
             due_argument(None, run_after),
+            enqueue_decided(task),
         )
         if task.run_after is None:  # (run_after: validated each time, see validate_task)
             if len(self._prepared) >= 1000:

@@ -23,6 +23,7 @@ from ..queue import Job, Queue
 from .acknowledgements import ACK_HOLD, Acknowledgements, Finished
 from .background import Background, periodic
 from .channel import Channel
+from .expiry import ExpiredAtStart
 from .renewal import Leased, Renewal
 
 logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
@@ -73,8 +74,9 @@ class Leases:
         # Each queue's acknowledgements (and, one job at a time, starts and fetches) go out
         # in order on a connection of the worker's own. Serving one queue one job at a
         # time, the next fetch is sent before the jobs ahead run out, and read when they have.
+        self.expired = ExpiredAtStart()  # told by START's replies
         self.channels = {
-            q: Channel(q, worker_id, self._warn_lost, self.finished.put_back) for q in queues
+            q: Channel(q, worker_id, self.expired.lost, self.finished.put_back) for q in queues
         }
         single = one_at_a_time and len(self.queues) == 1
         self.flight = self.channels[self.queues[0]] if single else None
@@ -163,7 +165,7 @@ class Leases:
             except BaseException:
                 self.finished.put_back(queue, finished)
                 raise
-            self._warn_lost(lost)
+            self.expired.lost(lost)
             for job in jobs:
                 with self.lock:
                     self.running[(queue.name, job.id)] = Leased(queue, job)
@@ -180,12 +182,17 @@ class Leases:
             finally:
                 self.changed.release()
 
-    def begin(self, queue: Queue, job: Job) -> None:
+    def begin(self, queue: Queue, job: Job) -> bool:
+        """A job starts: False when it may not (it expired while leased ahead)."""
         with self.lock:
             self.running[(queue.name, job.id)] = Leased(queue, job)
         if self.one_at_a_time:  # leased ahead: charge its attempt now, acknowledge those before
-            self.channels[queue].note(self.finished.take(queue), [job])
+            channel = self.channels[queue]
+            channel.note(self.finished.take(queue), [job])
+            if not self.expired.may_start(channel, job):
+                return False
         self.job_started = time.monotonic()
+        return True
 
     def succeeded(self, queue: Queue, job: Job, value: str | None) -> None:
         if self.one_at_a_time:  # acknowledged with the next start or fetch, or by the keeper
@@ -294,8 +301,3 @@ class Leases:
         finally:
             for channel in self.channels.values():
                 channel.close()
-
-    @staticmethod
-    def _warn_lost(lost: Sequence[str]) -> None:
-        for job_id in lost:
-            logger.warning("Job %s lost its lease before it finished; it may run again.", job_id)

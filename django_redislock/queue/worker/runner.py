@@ -60,7 +60,9 @@ class Runner:
         """Run one job and record its outcome; returns how long it ran (s). Logs one line
         per job on ``django_redislock.worker``: INFO when it succeeded, WARNING when it
         failed (ERROR when it was refused: it is not a task)."""
-        self.leases.begin(queue, job)
+        if not self.leases.begin(queue, job):  # expired while leased ahead: never started
+            self.leases.end(queue, job)
+            return 0.0
         start = time.monotonic()
         close_stale_connections()
         if self.log.isEnabledFor(logging.DEBUG):

@@ -1,0 +1,52 @@
+"""Expiry as a worker serving one job at a time sees it: a job leased ahead may expire
+before its turn comes. Its START (which charges the attempt) buries it "expired" instead, and
+says so in its reply; for a job with an expiry the worker waits for that reply before it
+runs the job. POP checks every other job before it is leased."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from ...exceptions import RedisUnavailable
+from ..job_options import EXPIRES_KEY
+from ..jobs import Job
+from .channel import Channel
+
+logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
+
+EXPIRED_MARK = "{expired}"  # START's mark on a job it buried as expired (ids hold no braces)
+
+
+class ExpiredAtStart:
+    """The ids that START replies said were buried as expired, until their start asks."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+
+    def lost(self, lost: Sequence[str]) -> None:
+        """What a START or POP reported: jobs expired (not run), else leases lost."""
+        for job_id in lost:
+            if job_id.startswith(EXPIRED_MARK):
+                job_id = job_id[len(EXPIRED_MARK) :]
+                logger.info("Job %s expired before it could start; it will not run.", job_id)
+                self.ids.add(job_id)
+            else:
+                logger.warning(
+                    "Job %s lost its lease before it finished; it may run again.", job_id
+                )
+
+    def may_start(self, channel: Channel, job: Job) -> bool:
+        """Whether ``job``, whose START was just sent on ``channel``, may run: always
+        without an expiry; else once START's reply is read, unless it buried the job (or
+        the reply could not be read: its lease then lapses, and POP decides again)."""
+        if EXPIRES_KEY not in job.meta:
+            return True
+        try:
+            channel.sync()
+        except RedisUnavailable:
+            return False
+        if job.id in self.ids:
+            self.ids.discard(job.id)
+            return False
+        return True
