@@ -162,6 +162,16 @@ class OursTasks(Ours):
         self.task.enqueue(n)
 
 
+class OursTasksOptions(OursTasks):
+    name = "django-redislock Task.enqueue, options"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        from benchmarks.queue_tasks import redislock_noop_with_options
+
+        self.task = redislock_noop_with_options()
+
+
 class Huey:
     name = "huey RedisHuey"
     burst = False  # the benchmark stops it
@@ -482,6 +492,13 @@ def targets(results: dict[str, dict[str, float]]) -> None:
     if OursTasks.name in results:
         tasks = results[OursTasks.name]["enqueue/huey"]
         checks.append(("Task.enqueue >= 1.5x huey", f"{tasks:.2f}x", tasks >= 1.5))
+    if OursTasksOptions.name in results:
+        opted = results[OursTasksOptions.name]["enqueue/huey"]
+        plain = results[OursTasks.name]["enqueue/huey"]
+        checks.append(
+            ("with options >= 0.9x without", f"{opted / plain:.2f}x", opted >= 0.9 * plain)
+        )
+        checks.append(("  and >= 1.5x huey", f"{opted:.2f}x", opted >= 1.5))
     if "drain" in ours:  # not measured with --only enqueue
         checks += [
             (
@@ -535,7 +552,7 @@ def measure(
     results: dict[str, dict[str, float]] = {c.name: {} for c in contenders}
     floor = [Floor(url)]
     own_floor = [OursNoSpin(url), FloorOwn(url)]
-    tasks = [OursTasks(url)] if TASKS_BACKEND == REDIS_TASK_BACKEND else []
+    tasks = [OursTasks(url), OursTasksOptions(url)] if TASKS_BACKEND == REDIS_TASK_BACKEND else []
     print(f"enqueue, enqueue_many: {plan.rounds} interleaved rounds of {plan.seconds} s")
     for key, who, batch in (
         ("enqueue", contenders + floor + own_floor + tasks, False),

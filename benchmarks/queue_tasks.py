@@ -48,6 +48,27 @@ def redislock_noop(n: int) -> None:
     return None
 
 
+def redislock_noop_with_options() -> Any:
+    """``redislock_noop`` with per-task options: the worker's (kept in each job's metadata)
+    and ``expires``, decided at enqueue (its jobs go through the queue's enqueue with
+    options). Made on first use: django-redislock's own ``task`` takes them on every Django."""
+    from django_redislock.tasks import task as redislock_task
+
+    global _with_options
+    if _with_options is None:
+        _with_options = redislock_task(
+            max_attempts=5,
+            retry_backoff=2,
+            retry_on=(ConnectionError,),
+            time_limit=30,
+            expires=3600,
+        )(redislock_noop.func)
+    return _with_options
+
+
+_with_options: Any = None
+
+
 @task()
 def redislock_stamp(since: float) -> None:
     stamp(since)

@@ -59,6 +59,9 @@ _UNKNOWN = Enqueued(0, 0, READY, 0)  # for a job not pushed yet
 
 # A job's own retry options, as enqueue and enqueue_many items take them.
 _UNSET = (None, None, None, None)
+# What a job of ADD and ENQUEUE may say: its expiry is kept in its metadata (the other
+# options decided at enqueue need ENQUEUE_OPTED).
+PLAIN_ARGUMENTS = JOB_ARGUMENTS | {"expires"}
 
 
 def _stamped(job: Job, reply: Enqueued) -> Job:
@@ -128,12 +131,7 @@ class Producing(OptedEnqueue):
         (``job_options.unique_job_id``). ``debounce`` (s): each enqueue of the id sets its
         due time to that from now and keeps the last values (see ``job_options``)."""
         own = (max_attempts, retry_backoff, retry_backoff_max, retry_on)
-        if (
-            expires is not None
-            or unique_for is not None
-            or debounce is not None
-            or unique_by_args is not False
-        ):
+        if unique_for is not None or debounce is not None or unique_by_args is not False:
             spec = {
                 "task": task,
                 "args": args,
@@ -155,8 +153,8 @@ class Producing(OptedEnqueue):
         meta = with_time_limit(meta, time_limit)
         if own != _UNSET:  # (the usual job: none)
             meta = with_options(meta, **dict(zip(OWN_OPTIONS, own, strict=True)))
-        if meta is not None:  # a job's meta enqueued again: its expiry is checked
-            with_expires(meta, None)
+        if meta is not None or expires is not None:  # (a meta enqueued again: checked)
+            meta = with_expires(meta, expires)
         fresh = job_id is None
         job_id = new_id() if job_id is None else checked_job_id(job_id)
         values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
@@ -238,8 +236,8 @@ class Producing(OptedEnqueue):
         fresh = "1"  # every id generated here: ENQUEUE need not look any up
         ids = new_ids(len(jobs))
         for spec in jobs:
-            if not spec.keys() <= JOB_ARGUMENTS:
-                unknown = ", ".join(sorted(set(spec) - JOB_ARGUMENTS))
+            if not spec.keys() <= PLAIN_ARGUMENTS:
+                unknown = ", ".join(sorted(set(spec) - PLAIN_ARGUMENTS))
                 if spec.keys() <= ARGUMENTS:
                     raise _Opted(
                         f"A SCHEDULE entry takes no {unknown}."
@@ -254,8 +252,8 @@ class Producing(OptedEnqueue):
             priority = spec.get("priority", 0)
             meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
             meta = with_options(meta, **{n: spec.get(n) for n in OWN_OPTIONS})
-            if meta is not None:
-                with_expires(meta, None)
+            if meta is not None or spec.get("expires") is not None:
+                meta = with_expires(meta, spec.get("expires"))
             flat += job_values(
                 job_id, task, args, kwargs, priority, meta, spec.get("delay"), spec.get("at")
             )

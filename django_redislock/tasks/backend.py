@@ -33,6 +33,7 @@ from ..queue.arguments import Made, due_argument, new_id
 from ..queue.eager import eager_job, run_now
 from ..queue.execution import resolve_task
 from ..queue.job_codec import encoded_meta
+from ..queue.job_options import with_expires
 from ..queue.on_commit import commit_alias, described, push_at_commit
 from ..queue.options import with_options
 from ..queue.producing import Enqueued
@@ -188,7 +189,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
             if task.queue_name in conf.QUEUES:  # a connection setting, not the queue
                 raise
             raise FrameworkInvalidTask(str(exc)) from exc  # TASKS QUEUES [] takes any name
-        meta: dict[str, Any] = with_options({}, **enqueue_options(task))
+        meta: dict[str, Any] = with_expires(with_options({}, **enqueue_options(task)), task.expires)
         meta.update(rebuilt_options(task, declared, meta))
         if self.alias != declared.backend:
             meta["backend"] = self.alias

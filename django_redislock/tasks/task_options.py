@@ -35,11 +35,12 @@ def rebuilt_options(task: Any, declared: Any, kept: dict[str, Any]) -> dict[str,
 
 
 def enqueue_decided(task: Any) -> dict[str, Any]:
-    """``queue.enqueue``'s keyword arguments for ``task``'s options decided at enqueue
-    (those set; ``unique_by_args`` when true); empty for the usual task. A task's caller
+    """``queue.enqueue``'s keyword arguments for ``task``'s options decided at enqueue but
+    ``expires`` (kept in each job's metadata, as ``enqueue_options``' are): those set,
+    ``unique_by_args`` when true; empty for the usual task. A task's caller
     names no job id, so ``unique_for`` and ``debounce`` key its jobs by their arguments,
     as ``unique_by_args`` does."""
-    given = {name: getattr(task, name, None) for name in ENQUEUE_OPTIONS}
+    given = {name: getattr(task, name, None) for name in ENQUEUE_OPTIONS if name != "expires"}
     decided = {name: value for name, value in given.items() if value not in (None, False)}
     if "unique_for" in decided or "debounce" in decided:
         decided["unique_by_args"] = True
