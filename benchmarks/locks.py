@@ -320,7 +320,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter runs")
+    parser.add_argument(
+        "--only",
+        choices=["uncontended", "handoff", "contention"],
+        help="measure only that part",
+    )
     args = parser.parse_args()
+    parts = {args.only} if args.only else {"uncontended", "handoff", "contention"}
     rounds, seconds, iterations, window = (4, 0.3, 100, 3.0) if args.quick else (20, 0.4, 500, 5.0)
 
     url, server = redis_url()
@@ -329,46 +335,58 @@ def main() -> None:
     python = sys.version.split()[0]
     print(f"Redis {info['redis_version']} at {url}; Python {python}; {os.cpu_count()} CPUs\n")
     try:
-        print(f"Uncontended acquire+release (one client, median of {rounds} interleaved rounds)")
-        rates = uncontended(url, rounds, seconds)
-        ours_rate = rates["django-redislock"]
-        print(f"  {'':22}{'pairs/s':>10}  {'django-redislock / it':>22}")
-        for name, rate in rates.items():
-            print(f"  {name:22}{rate:10.0f}  {ours_rate / rate:21.2f}x")
-        ratio = rates["ours, Semaphore"] / ours_rate
-        print(f"  Semaphore / Lock pairs/s: {ratio:.2f} (issue 14: >= 0.90)")
-
-        for idle, title in [
-            (0.0, "released as soon as Redis reports the waiter blocked"),
-            (0.005, "released after 5 ms idle (adds this machine's idle wake-up cost)"),
-        ]:
-            print(f"\nHand-off: holder releases -> waiter in another process holds it;\n  {title}")
-            samples: dict[str, list[float]] = {kind: [] for kind in HANDOFF}
-            order = list(HANDOFF)
-            for _ in range(HANDOFF_ROUNDS):
-                order.reverse()  # rounds alternate, so drift hits every contender alike
-                for kind in order:
-                    n = iterations if kind in PUSHED else max(20, iterations // 10)
-                    samples[kind] += handoff(url, kind, max(1, n // HANDOFF_ROUNDS), idle)
-            results = {
-                kind: (statistics.median(lat), percentile(lat, 0.95))
-                for kind, lat in samples.items()
-            }
-            base = results["django-redislock"][0]
-            print(f"  {'':24}{'median ms':>10}{'p95 ms':>10}  {'django-redislock / it':>22}")
-            for kind, (med, p95) in results.items():
-                print(f"  {kind:24}{med * 1000:10.3f}{p95 * 1000:10.3f}  {base / med:21.2f}x")
-            ratio = results["ours, Semaphore"][0] / base
-            print(f"  Semaphore / Lock hand-off median: {ratio:.2f} (issue 14: <= 1.20)")
-
-        print(f"\n16 processes contending, 10 ms hold, {window:.0f} s")
-        print(f"  {'':24}{'acq/s':>8}{'min/max share':>15}")
-        for kind in CONTENTION:
-            rate, share = contention(url, kind, 16, window)
-            print(f"  {kind:24}{rate:8.1f}{share:15.2f}")
+        if "uncontended" in parts:
+            _uncontended(url, rounds, seconds)
+        if "handoff" in parts:
+            _handoffs(url, iterations)
+        if "contention" in parts:
+            print(f"\n16 processes contending, 10 ms hold, {window:.0f} s")
+            print(f"  {'':24}{'acq/s':>8}{'min/max share':>15}")
+            for kind in CONTENTION:
+                rate, share = contention(url, kind, 16, window)
+                print(f"  {kind:24}{rate:8.1f}{share:15.2f}")
     finally:
         if server is not None:
             server.cleanup()
+
+
+def _uncontended(url: str, rounds: int, seconds: float) -> None:
+    print(f"Uncontended acquire+release (one client, median of {rounds} interleaved rounds)")
+    rates = uncontended(url, rounds, seconds)
+    ours_rate = rates["django-redislock"]
+    print(f"  {'':22}{'pairs/s':>10}  {'django-redislock / it':>22}")
+    for name, rate in rates.items():
+        print(f"  {name:22}{rate:10.0f}  {ours_rate / rate:21.2f}x")
+    ratio = rates["ours, Semaphore"] / ours_rate
+    print(f"  Semaphore / Lock pairs/s: {ratio:.2f} (issue 14: >= 0.90)")
+
+
+def _handoffs(url: str, iterations: int) -> None:
+    for idle, title in [
+        (0.0, "released as soon as Redis reports the waiter blocked"),
+        (0.005, "released after 5 ms idle (adds this machine's idle wake-up cost)"),
+    ]:
+        print(f"\nHand-off: holder releases -> waiter in another process holds it;\n  {title}")
+        samples: dict[str, list[float]] = {kind: [] for kind in HANDOFF}
+        order = list(HANDOFF)
+        for _ in range(HANDOFF_ROUNDS):
+            order.reverse()  # rounds alternate, so drift hits every contender alike
+            for kind in order:
+                n = iterations if kind in PUSHED else max(20, iterations // 10)
+                samples[kind] += handoff(url, kind, max(1, n // HANDOFF_ROUNDS), idle)
+        results = {
+            kind: (statistics.median(lat), percentile(lat, 0.95)) for kind, lat in samples.items()
+        }
+        base = results["django-redislock"][0]
+        print(f"  {'':24}{'median ms':>10}{'p95 ms':>10}  {'django-redislock / it':>22}")
+        for kind, (med, p95) in results.items():
+            print(f"  {kind:24}{med * 1000:10.3f}{p95 * 1000:10.3f}  {base / med:21.2f}x")
+        ratio = results["ours, Semaphore"][0] / base
+        print(f"  Semaphore / Lock hand-off median: {ratio:.2f} (issue 14: <= 1.20)")
+        if not idle:
+            theirs = base / results["python-redis-lock"][0]
+            verdict = "PASS" if theirs <= 0.5 else "FAIL"
+            print(f"  hand-off / python-redis-lock's: {theirs:.2f} (issue 25: <= 0.50) {verdict}")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,8 @@ it) grows with their number; releases still wake each waiter at once."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Iterator
 
 # Waiters of one process that re-check at the plain LOCK_RETRY_DELAY.
 CROWD = 50
@@ -23,15 +21,19 @@ def scale() -> float:
     return max(1.0, _waiting / CROWD)
 
 
-@contextlib.contextmanager
-def counted() -> Iterator[None]:
-    """Count the caller among the waiters while it waits."""
-    global _waiting
-    with _lock:
-        _waiting += 1
-    try:
-        yield
-    finally:
+class counted:  # (lower case: used as a context manager, as a function would be)
+    """Count the caller among the waiters while it waits. (A class, not a generator: it is on
+    a lock hand-off's path, where a generator's resumption counts.)"""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _waiting
+        with _lock:
+            _waiting += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _waiting
         with _lock:
             _waiting -= 1
 

@@ -45,10 +45,12 @@ def pop(
     timeout: float,
     unblock: Callable[[int], Any],
     pack: Callable[[tuple[Any, ...]], Any],
+    read: Callable[[], Any] | None = None,
 ) -> Any:
     """``BLPOP key`` on ``conn`` answered within ``timeout`` seconds: the raw reply, None
     once the timeout passed. ``unblock(client_id)`` runs ``CLIENT UNBLOCK`` elsewhere;
-    ``pack(command)`` packs a command for ``conn.send_packed_command``."""
+    ``pack(command)`` packs a command for ``conn.send_packed_command``; ``read()`` reads the
+    reply that came (default: ``conn.read_response``)."""
     ident = _client_id(conn, unblock, pack)
     if ident is None:
         # At least 1 ms: Redis reads a timeout that rounds down to 0 ms as "forever".
@@ -57,7 +59,7 @@ def pop(
     conn.send_packed_command(pack(("BLPOP", key, 0)), check_health=False)
     sock = conn._sock
     if _readable(sock, timeout):
-        return conn.read_response()
+        return conn.read_response() if read is None else read()
     for _ in range(UNBLOCK_TRIES):
         try:
             unblocked = unblock(ident)

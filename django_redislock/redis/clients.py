@@ -199,7 +199,7 @@ def _blpop(client: Any, key: str, timeout: float) -> Any:
     held = dedicated(node)
     if held is not None:
         held.freshen()
-        return _pop_on(client, node, held.conn, held.pack, key, timeout)
+        return _pop_on(client, node, held.conn, held.pack, key, timeout, held.read)
     return with_connection(node, lambda: _pop_checked_out(client, node, key, timeout))
 
 
@@ -234,7 +234,7 @@ def wait_for_push(
             if direct:  # a socket read: no longer than the README lets a cache's timeout be
                 held.freshen()
                 timeout = min(timeout, conf.LOCK_RETRY_DELAY)
-                return _pop_on(client, node, held.conn, held.pack, key, timeout)
+                return _pop_on(client, node, held.conn, held.pack, key, timeout, held.read)
     return wakeups.wait(
         node,
         key,
@@ -244,13 +244,21 @@ def wait_for_push(
     )
 
 
-def _pop_on(client: Any, node: Any, conn: Any, pack: Any, key: str, timeout: float) -> Any:
+def _pop_on(
+    client: Any,
+    node: Any,
+    conn: Any,
+    pack: Any,
+    key: str,
+    timeout: float,
+    read: Callable[[], Any] | None = None,
+) -> Any:
     def unblock(ident: int) -> Any:
         # From another connection of the pool: wait for one rather than fail.
         return with_connection(node, lambda: node.execute_command("CLIENT", "UNBLOCK", ident))
 
     try:
-        return blocking.pop(conn, key, timeout, unblock, pack)
+        return blocking.pop(conn, key, timeout, unblock, pack, read)
     except (AskError, TryAgainError, ClusterDownError):
         # The slot moved: the Cluster client finds its new node (less precisely).
         return execute(client, ("BLPOP", key, max(timeout, 0.001)))

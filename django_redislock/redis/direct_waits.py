@@ -9,30 +9,35 @@ next re-check. One direct waiter and the listener keep that to a hop at most."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 
 _lock = threading.Lock()
 _claimed: set[Hashable] = set()
 
 
-@contextlib.contextmanager
-def direct_wait(server: object, key: str) -> Iterator[bool]:
+class direct_wait:  # (lower case: used as a context manager, as a function would be)
     """Whether the caller may block on list ``key`` of ``server`` (a client) directly: True
-    when no other waiter of this process does; the claim ends with the block."""
-    claim = (id(server), key)
-    with _lock:
-        claimed = claim not in _claimed
-        if claimed:
-            _claimed.add(claim)
-    try:
-        yield claimed
-    finally:
-        if claimed:
+    when no other waiter of this process does; the claim ends with the block. (A class, not
+    a generator: it is on a lock hand-off's path, where a generator's resumption counts.)"""
+
+    __slots__ = ("claim", "claimed")
+
+    def __init__(self, server: object, key: str) -> None:
+        self.claim = (id(server), key)
+
+    def __enter__(self) -> bool:
+        with _lock:
+            self.claimed = self.claim not in _claimed
+            if self.claimed:
+                _claimed.add(self.claim)
+        return self.claimed
+
+    def __exit__(self, *exc: object) -> None:
+        if self.claimed:
             with _lock:
-                _claimed.discard(claim)
+                _claimed.discard(self.claim)
 
 
 def _after_fork() -> None:
