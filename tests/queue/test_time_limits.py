@@ -11,6 +11,7 @@ import random
 import signal
 import threading
 import time
+import traceback
 from typing import Any, cast
 
 import pytest
@@ -39,7 +40,10 @@ LIMIT_ERROR = "django_redislock.exceptions.JobTimeLimitExceeded"
 
 class ToRedis(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
-        get_redis().rpush(LOGS, f"{record.levelname} {record.getMessage()}")
+        line = f"{record.levelname} {record.getMessage()}"
+        if record.exc_info:  # shown when a test finds an unexpected error
+            line += "\n" + "".join(traceback.format_exception(*record.exc_info))
+        get_redis().rpush(LOGS, line)
 
 
 def on_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
