@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
+import resource
 import signal
 import subprocess
 import sys
@@ -26,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 pytestmark = pytest.mark.processes
 
 QUEUES = {"default": {"LEASE": 1, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05}}
+ERRORS = "test:worker-errors"
 
 
 @pytest.fixture
@@ -198,3 +201,35 @@ def test_a_refused_task_is_a_queue_error() -> None:
     with pytest.raises(QueueError, match="not in an installed app") as refused:
         resolve_task("os.system")
     assert type(refused.value) is InvalidTask
+
+
+def work_with_many_files(concurrency: int) -> None:
+    """``work`` in a process whose descriptors run past 1023 (a big app's files and
+    connections): the waiter's own sockets get numbers ``select`` cannot take."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 2048), hard))
+    while os.open(os.devnull, os.O_RDONLY) < 1100:
+        pass
+    logging.getLogger("django_redislock").addHandler(ErrorsToRedis(logging.ERROR))
+    work(concurrency)
+
+
+class ErrorsToRedis(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        get_redis().rpush(ERRORS, self.format(record))
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_worker_whose_descriptors_run_past_1023_waits_and_wakes(
+    real: Backend, processes: Processes, concurrency: int
+) -> None:
+    worker = processes.start(work_with_many_files, concurrency)
+    wait_for(lambda: len(live_workers()) == 1)
+    time.sleep(0.2)  # let it go idle: the next job wakes it from its wait
+    get_queue().enqueue("tests.tasks.record", args=[1])
+    wait_for(lambda: len(done()) == 1)
+    os.kill(worker.pid, signal.SIGTERM)
+    processes.join_all(10)
+    assert worker.exitcode == 0
+    assert get_redis().lrange(ERRORS, 0, -1) == []  # no wait failed

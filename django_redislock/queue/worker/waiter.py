@@ -4,6 +4,7 @@ next due job's time (to the millisecond), or at once by a stop request."""
 from __future__ import annotations
 
 import contextlib
+import math
 import select
 import socket
 from collections.abc import Sequence
@@ -91,7 +92,7 @@ class Waiter:
         if ready:
             return ready
         socks = [conn._sock for conn in self.conns]
-        readable, _, _ = select.select([*socks, self.bell], [], [], timeout)
+        readable = _readable([*socks, self.bell], timeout)
         if self.bell in readable:
             self._hush()
         return {socks.index(sock) for sock in readable if sock is not self.bell}
@@ -119,3 +120,16 @@ class Waiter:
         self.close()
         self.bell.close()
         self.ringer.close()
+
+
+def _readable(socks: list[Any], timeout: float) -> list[Any]:
+    """Those of ``socks`` with something to read within ``timeout`` seconds. Through
+    ``poll`` where there is one: ``select`` takes no descriptor above 1023, which a worker in
+    a process with many files or connections open gets."""
+    if not hasattr(select, "poll"):
+        return select.select(socks, [], [], timeout)[0]
+    poller = select.poll()
+    for sock in socks:
+        poller.register(sock, select.POLLIN)
+    ready = {fd for fd, _ in poller.poll(max(0, math.ceil(timeout * 1000)))}
+    return [sock for sock in socks if sock.fileno() in ready]
