@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..metrics.tracing import traced_enqueue, traced_enqueue_many
 from ..redis.clients import run_script
@@ -15,8 +15,9 @@ from ..redis.scripts import LuaScript
 from .arguments import JOB_ARGUMENTS, Made, checked_job_id, job_values, new_id, new_ids
 from .eager import run_eagerly
 from .enqueue_scripts import ADD, ENQUEUE
+from .enqueued import Enqueued
 from .job_options import with_expires
-from .jobs import Job, JobState, enqueued_job, text
+from .jobs import Job, JobState, enqueued_job
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit
@@ -27,33 +28,6 @@ from .time_limits import with_time_limit
 READY, SCHEDULED = JobState.READY.letter, JobState.SCHEDULED.letter
 
 
-class Enqueued(NamedTuple):
-    """ENQUEUE's four values for one job (ADD's too): ``outcome`` 1 added, 2 replaced, 3
-    kept for a follow-up run, 0 kept; its due time and its state's letter as stored; when
-    it was enqueued (epoch ms)."""
-
-    outcome: int
-    due: int
-    state: Any  # a JobState letter, as Redis gave it
-    enqueued: int
-
-    @classmethod
-    def of(cls, values: Sequence[Any]) -> Enqueued:
-        return cls(*values[:4])
-
-    def placed(self) -> tuple[str, int, int]:
-        """The job's state (a JobState name), score (due time) and enqueue time."""
-        state = _STATE_NAMES.get(self.state) or JobState.of_letter(text(self.state)).value
-        return state, int(self.due), int(self.enqueued)
-
-
-# A state's letter as a script replies it (bytes, or str with decoded replies): its name.
-_STATE_NAMES = {
-    form: state.value
-    for state in JobState
-    if state.letter
-    for form in (state.letter, state.letter.encode())
-}
 _UNKNOWN = Enqueued(0, 0, READY, 0)  # for a job not pushed yet
 
 

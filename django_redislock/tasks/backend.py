@@ -31,12 +31,12 @@ from ..exceptions import InvalidTask, JobNotFound
 from ..metrics import tracing
 from ..queue.arguments import Made, due_argument, new_id
 from ..queue.eager import eager_job, run_now
+from ..queue.enqueued import Enqueued
 from ..queue.execution import resolve_task
 from ..queue.job_codec import encoded_meta
 from ..queue.job_options import with_expires
 from ..queue.on_commit import commit_alias, described, push_at_commit
 from ..queue.options import with_options
-from ..queue.producing import Enqueued
 from ..queue.queue import Job, Queue, get_queue
 from ..redis.clients import get_redis
 from .new_results import new_result
