@@ -159,9 +159,11 @@ def test_fair_tasks_in_arrival_order_with_increasing_fences(backend):
 
 def test_auto_renew_keeps_an_async_lock(backend):
     async def main() -> None:
-        lock = AsyncLock("renew", ttl=0.3, auto_renew=True)
+        # Three TTLs: renewed twice at least; a TTL long enough that a loaded machine's
+        # stall of the renewer thread does not outlast it.
+        lock = AsyncLock("renew", ttl=1.5, auto_renew=True)
         await lock.acquire()
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(4.5)
         assert await lock.owned()
         await lock.release()
 
