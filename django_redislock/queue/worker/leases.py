@@ -1,14 +1,11 @@
 """The worker's leased jobs: fetching them, keeping their leases alive, acknowledging those
-that finished and giving back those that never started.
-
-With one job at a time, jobs are leased a few ahead while they are quick. Each job is told
-to Redis as it starts, together with the jobs finished before it, without waiting for the
-reply (``channel``): an attempt is charged when its job starts, so a job that kills
-its worker uses up its own attempts and never those of the jobs leased behind it. The
-keeper thread bounds what leasing ahead costs: a finished job waits at most ``ACK_HOLD`` for
-its acknowledgement, and jobs leased ahead of one that runs longer than ``GIVE_BACK_AFTER``,
-or of a stop request, go back to the queue for others at once.
-"""
+that finished and giving back those that never started. With one job at a time, jobs are
+leased a few ahead while they are quick; each is told to Redis as it starts, with the jobs
+finished before it, without waiting for the reply (``channel``): an attempt is charged when
+its job starts, so a job that kills its worker uses up its own attempts, never those of the
+jobs leased behind it. The keeper thread bounds what leasing ahead costs: a finished job
+waits at most ``ACK_HOLD`` for its acknowledgement, and jobs leased ahead of one running
+longer than ``GIVE_BACK_AFTER``, or of a stop request, go back to the queue at once."""
 
 from __future__ import annotations
 
