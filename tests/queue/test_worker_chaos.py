@@ -290,6 +290,19 @@ def test_workers_carry_on_after_redis_restarts(
 # --- a worker frozen past its leases ------------------------------------------------------
 
 
+def freeze_holding_jobs(pid: int, queue: Queue) -> set[str]:
+    """SIGSTOP the worker ``pid`` at a moment it holds running jobs, and return their ids.
+    Between two jobs it holds none, so a stop that lands there is undone and tried again."""
+    for _ in range(200):
+        os.kill(pid, signal.SIGSTOP)
+        frozen = {job.id for job in queue.jobs("running", 0, 1000)}
+        if frozen:
+            return frozen
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.005)
+    return set()
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_a_worker_frozen_past_its_leases_wakes_without_harm(
@@ -305,9 +318,8 @@ def test_a_worker_frozen_past_its_leases_wakes_without_harm(
     ids = [f"j{i}" for i in range(total)]
     queue.enqueue_many(naps(total, 0.01))
     sleeper = processes.start(run_worker, concurrency)
-    wait_for(lambda: queue.counts()["running"] > 0 and queue.counts()["ready"] < total - 20)
-    os.kill(sleeper.pid, signal.SIGSTOP)
-    frozen = {job.id for job in queue.jobs("running", 0, 1000)}
+    wait_for(lambda: queue.counts()["ready"] < total - 20)
+    frozen = freeze_holding_jobs(sleeper.pid, queue)
     assert frozen
     time.sleep(2.5)  # its leases run out
     other = processes.start(run_worker, concurrency)
