@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from secrets import token_hex
 from threading import current_thread
 from typing import Any
@@ -20,7 +19,7 @@ from . import renewer as _renewer
 from .base import Hold
 from .options import now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
-from .waiting import AsyncWaiting, addressed_to, current_task, woken
+from .waiting import AsyncWaiting, current_task
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -65,12 +64,6 @@ class AsyncLock(AsyncWaiting):
 
     def _wake_key(self, token: str) -> str:
         return self._keys.wake
-
-    def _wake_up_fence(self, token: str, value: Any) -> int | None:
-        return woken(token, value)
-
-    def _accepts(self, token: str) -> Callable[[Any], bool]:
-        return addressed_to(token)
 
     async def _recheck_async(self, client: Any, token: str, passing: str, scale: float) -> Any:
         args = (*self._args(token, True, True, scale), passing)

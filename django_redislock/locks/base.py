@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import LockError, RedisUnavailable, ReplicasNotConfirmed
 from ..redis.clients import UNAVAILABLE, is_cluster, run_script
+from ..signals import lock_acquired
 from . import keys as _keys
 from . import renewer as _renewer
 from .keys import LockKeys, held_by, lock_base, lock_keys, shard_count
@@ -127,16 +127,6 @@ class LockBase(LockCore):
         """The list waiter ``token`` blocks on."""
         raise NotImplementedError
 
-    def _wake_up_fence(self, token: str, value: Any) -> int | None:
-        """The fence, when wake-up ``value`` is waiter ``token``'s; None when it is another
-        waiter's (to pass on)."""
-        raise NotImplementedError
-
-    def _accepts(self, token: str) -> Callable[[Any], bool] | None:
-        """Which wake-ups of its list are waiter ``token``'s (None: all of them), so that the
-        wake-up listener gives each to its own waiter."""
-        return None
-
     def _release_args(self, token: str) -> tuple[Any, ...]:
         return token, self.name, now_ms()
 
@@ -172,7 +162,8 @@ class LockBase(LockCore):
         self, owner: tuple[Any, ...], token: str, fence: int, started: float | None = None
     ) -> Hold:
         hold = self._holds[owner] = Hold(token, fence)
-        self._signal_acquired(fence or None, started)
+        if lock_acquired.receivers:  # (checked here too: a call less on a hand-off's path)
+            self._signal_acquired(fence or None, started)
         return hold
 
     def lost(self, hold: Hold, where: str) -> None:
@@ -252,7 +243,7 @@ class LockBase(LockCore):
         happen on another thread than the view's."""
         hold = self._begin_release(owner)
         if hold is not None:
-            reply = run_script(
-                self.renew_client, RELEASE, self.keys.releasing, self._release_args(hold.token)
-            )
+            # (``_keys`` is set: the hold was acquired.)
+            args = self._release_args(hold.token)
+            reply = run_script(self.renew_client, RELEASE, self._keys.releasing, args)
             self._end_release(hold, reply)

@@ -7,41 +7,23 @@ it) grows with their number; releases still wake each waiter at once."""
 from __future__ import annotations
 
 import os
-import threading
 
 # Waiters of one process that re-check at the plain LOCK_RETRY_DELAY.
 CROWD = 50
 
-_lock = threading.Lock()
-_waiting = 0
+# One item per waiter of this process: a waiter appends one as it starts waiting and pops
+# one when it stops. Both are single list operations (atomic, with no lock to take), and
+# the pop runs on a lock hand-off's path, right after the waiter's wake-up.
+waiting: list[None] = []
 
 
 def scale() -> float:
     """How much longer than ``LOCK_RETRY_DELAY`` a waiter's fallback is now (1 or more)."""
-    return max(1.0, _waiting / CROWD)
-
-
-class counted:  # (lower case: used as a context manager, as a function would be)
-    """Count the caller among the waiters while it waits. (A class, not a generator: it is on
-    a lock hand-off's path, where a generator's resumption counts.)"""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        global _waiting
-        with _lock:
-            _waiting += 1
-
-    def __exit__(self, *exc: object) -> None:
-        global _waiting
-        with _lock:
-            _waiting -= 1
+    return max(1.0, len(waiting) / CROWD)
 
 
 def _after_fork() -> None:
-    global _lock, _waiting
-    _lock = threading.Lock()
-    _waiting = 0  # the parent's waiters are not the child's
+    waiting.clear()  # the parent's waiters are not the child's
 
 
 os.register_at_fork(after_in_child=_after_fork)

@@ -154,6 +154,18 @@ def parse_wake_up(value: Any) -> WakeUp | None:
     return WakeUp(f"{token}|", int(fence)) if fence.isdigit() else None
 
 
+def fence_for(mine: bytes, value: Any) -> int | None:
+    """The fence of wake-up ``value`` when it is addressed to the waiter whose token is
+    ``mine`` (encoded), else None. (``parse_wake_up`` and a comparison would do; this runs
+    on the waiter's path right after its wake-up, where every step costs.)"""
+    if type(value) is not bytes:
+        value = str(value).encode()
+    if not value.startswith(mine):
+        return None
+    fence = value[len(mine) :].partition(b"|")[0]
+    return int(fence) if fence.isdigit() else None
+
+
 def held_by(value: Any, token: str) -> bool:
     """Whether lock value ``value`` is held by ``token``."""
     parsed = parse_value(value)

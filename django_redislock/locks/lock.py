@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from secrets import token_hex
 from threading import current_thread, get_ident
 from typing import Any
@@ -14,7 +13,7 @@ from ..redis.clients import call, run_script
 from . import renewer as _renewer
 from .options import SyncContext, now_ms
 from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE
-from .waiting import SyncWaiting, addressed_to, woken
+from .waiting import SyncWaiting
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +68,6 @@ class Lock(SyncWaiting, SyncContext):
     def _wake_key(self, token: str) -> str:
         return self._keys.wake
 
-    def _wake_up_fence(self, token: str, value: Any) -> int | None:
-        return woken(token, value)
-
-    def _accepts(self, token: str) -> Callable[[Any], bool]:
-        return addressed_to(token)
-
     def _recheck(self, client: Any, token: str, passing: str, scale: float) -> Any:
         args = (*self._args(token, True, True, scale), passing)
         return run_script(client, ACQUIRE, self._keys.acquiring, args)
@@ -88,7 +81,7 @@ class Lock(SyncWaiting, SyncContext):
     def release(self) -> None:
         """Release the lock (once per acquire when reentrant). LockNotOwned if this owner does
         not hold it any more."""
-        self.release_owner(self.current_owner())
+        self.release_owner(self._owner(get_ident()))
 
     def extend(self, ttl: float | None = None) -> None:
         """Reset the remaining TTL to ``ttl`` seconds (default: the lock's ttl)."""

@@ -24,7 +24,7 @@ from ..redis.aio import wait_for_push as aio_wait_for_push
 from ..redis.clients import get_redis, wait_for_push
 from . import crowd
 from .base import LockBase, logger
-from .keys import parse_wake_up, text
+from .keys import fence_for, text
 from .options import AsyncContext
 
 
@@ -48,17 +48,11 @@ def _cancelled_since(before: int) -> None:
         raise asyncio.CancelledError
 
 
-def woken(token: str, value: Any) -> int | None:
-    """The fence, when a lock's wake-up ``value`` is waiter ``token``'s; else None."""
-    wake_up = parse_wake_up(value)
-    return wake_up.fence if wake_up is not None and wake_up.token == token else None
-
-
-def addressed_to(token: str) -> Callable[[Any], bool]:
-    """Whether a lock's wake-up is waiter ``token``'s (for the wake-up listener)."""
-    prefix = token.encode()
+def addressed_to(mine: bytes) -> Callable[[Any], bool]:
+    """Whether a wake-up is for the waiter whose token is ``mine`` (encoded), as the wake-up
+    listener asks."""
     return lambda value: (value if isinstance(value, bytes) else str(value).encode()).startswith(
-        prefix
+        mine
     )
 
 
@@ -76,7 +70,7 @@ class SyncWaiting(LockBase):
 
     @property
     def renew_client(self) -> Any:
-        return self.client
+        return self._client or self.client
 
     def _recheck(self, client: Any, token: str, passing: str, scale: float) -> Any:
         """Try again as a queued waiter, passing wake-up ``passing`` on (if any) and
@@ -96,23 +90,23 @@ class SyncWaiting(LockBase):
     def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands over (pushed to the wake-up list), the
         holder's TTL runs out, or the deadline (monotonic) passes. Returns the fence, or None."""
+        # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
+        # time (see ``blocking``), and nothing is acquired once it has passed.
+        crowd.waiting.append(None)
         try:
-            return self._wait_loop(client, token, deadline, pttl)
+            return self._waiting(client, token, deadline, pttl)
         except BaseException:
             # Leave the queue, so no hand-off goes to a waiter that stopped waiting; if one
             # already did, give it on.
             with contextlib.suppress(Exception):
                 self._leave(client, token, "")
             raise
-
-    def _wait_loop(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
-        # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
-        # time (see ``blocking``), and nothing is acquired once it has passed.
-        with crowd.counted():
-            return self._waiting(client, token, deadline, pttl)
+        finally:
+            crowd.waiting.pop()
 
     def _waiting(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
-        wake, accepts = self._wake_key(token), self._accepts(token)
+        wake, mine = self._wake_key(token), token.encode()
+        accepts = addressed_to(mine)
         scale = 1.0  # what the first ACQUIRE registered for
         while True:
             passing = ""
@@ -120,7 +114,7 @@ class SyncWaiting(LockBase):
             if block:
                 popped = wait_for_push(client, wake, block, accepts)
                 if popped is not None:
-                    fence = self._wake_up_fence(token, popped[1])
+                    fence = fence_for(mine, popped[1])
                     if fence is None:
                         passing = text(popped[1])  # another waiter's: passed on at once
                     elif time.monotonic() <= deadline:
@@ -193,11 +187,15 @@ class AsyncWaiting(LockBase, AsyncContext):
         deadline (monotonic) passes. Returns the fence, or None."""
         # The timeout is a deadline, counted from the call of acquire(): the BLPOP answers on
         # time (see ``blocking``), and nothing is acquired once it has passed.
-        with crowd.counted():
+        crowd.waiting.append(None)
+        try:
             return await self._waiting(client, token, deadline, pttl)
+        finally:
+            crowd.waiting.pop()
 
     async def _waiting(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
-        wake, accepts = self._wake_key(token), self._accepts(token)
+        wake, mine = self._wake_key(token), token.encode()
+        accepts = addressed_to(mine)
         scale = 1.0  # what the first ACQUIRE registered for
         while True:
             passing = ""
@@ -206,7 +204,7 @@ class AsyncWaiting(LockBase, AsyncContext):
                 asked = _cancelling()
                 popped = await aio_wait_for_push(client, self.renew_client, wake, block, accepts)
                 if popped is not None:
-                    fence = self._wake_up_fence(token, popped[1])
+                    fence = fence_for(mine, popped[1])
                     if fence is None:
                         passing = text(popped[1])  # another waiter's: passed on at once
                     elif time.monotonic() <= deadline and _cancelling() <= asked:

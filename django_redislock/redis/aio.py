@@ -23,9 +23,8 @@ from redis.sentinel import SentinelConnectionPool
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
-from . import blocking, wakeups
+from . import blocking, direct_waits, wakeups
 from .clients import UNAVAILABLE, get_redis, is_cluster, target
-from .direct_waits import direct_wait
 from .pools import async_gate_free, async_with_connection, pool_size
 from .scripts import LuaScript
 from .sentinel import async_master_client, async_twin, is_sentinel_url
@@ -194,9 +193,12 @@ async def wait_for_push(
     connections to spare, a ``BLPOP`` on one of them; otherwise through the process's wake-up
     listener (``sync_client``: the sync client of the same Redis), holding none meanwhile."""
     if async_gate_free(client) > pool_size(client) // 2:
-        with direct_wait(client, key) as direct:
-            if direct:  # a socket read: no longer than the README lets a cache's timeout be
+        claimed = direct_waits.claim(client, key)
+        if claimed is not None:
+            try:  # a socket read: no longer than the README lets a cache's timeout be
                 return await call(client, "BLPOP", key, min(timeout, conf.LOCK_RETRY_DELAY))
+            finally:
+                direct_waits.unclaim(claimed, None)
     node = sync_client
     if is_cluster(sync_client):
         node = sync_client.get_node_from_key(key).redis_connection

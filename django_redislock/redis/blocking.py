@@ -24,6 +24,8 @@ from typing import Any
 
 import redis
 
+from .wire import read_reply
+
 # While an unblock finds our BLPOP not blocked yet (still on its way to Redis), wait this
 # long for the reply before unblocking again; after so many tries (a paused server, someone
 # else's unblock), drop the connection instead, which ends the BLPOP too.
@@ -45,12 +47,12 @@ def pop(
     timeout: float,
     unblock: Callable[[int], Any],
     pack: Callable[[tuple[Any, ...]], Any],
-    read: Callable[[], Any] | None = None,
+    direct: bool = False,
 ) -> Any:
     """``BLPOP key`` on ``conn`` answered within ``timeout`` seconds: the raw reply, None
     once the timeout passed. ``unblock(client_id)`` runs ``CLIENT UNBLOCK`` elsewhere;
-    ``pack(command)`` packs a command for ``conn.send_packed_command``; ``read()`` reads the
-    reply that came (default: ``conn.read_response``)."""
+    ``pack(command)`` packs a command for ``conn.send_packed_command``; ``direct``: the reply
+    may be read straight into redis-py's hiredis reader (``wire.reads_directly``)."""
     ident = _client_id(conn, unblock, pack)
     if ident is None:
         # At least 1 ms: Redis reads a timeout that rounds down to 0 ms as "forever".
@@ -59,7 +61,9 @@ def pop(
     conn.send_packed_command(pack(("BLPOP", key, 0)), check_health=False)
     sock = conn._sock
     if _readable(sock, timeout):
-        return conn.read_response() if read is None else read()
+        if direct and type(sock) is socket.socket:  # (not TLS: it reads its own way)
+            return read_reply(sock, conn._parser)
+        return conn.read_response()
     for _ in range(UNBLOCK_TRIES):
         try:
             unblocked = unblock(ident)

@@ -17,8 +17,7 @@ from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgain
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
-from . import blocking, fastpath, wakeups
-from .direct_waits import direct_wait
+from . import blocking, direct_waits, fastpath, wakeups
 from .failures import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
 from .failures import mapped
 from .fastpath import dedicated, execute
@@ -199,7 +198,7 @@ def _blpop(client: Any, key: str, timeout: float) -> Any:
     held = dedicated(node)
     if held is not None:
         held.freshen()
-        return _pop_on(client, node, held.conn, held.pack, key, timeout, held.read)
+        return _pop_on(client, node, held.conn, held.pack, key, timeout, held.direct)
     return with_connection(node, lambda: _pop_checked_out(client, node, key, timeout))
 
 
@@ -230,11 +229,14 @@ def wait_for_push(
     node = _node(client, key)
     held = dedicated(node)
     if held is not None:
-        with direct_wait(node, key) as direct:
-            if direct:  # a socket read: no longer than the README lets a cache's timeout be
+        claimed = direct_waits.claim(node, key)
+        if claimed is not None:
+            try:  # a socket read: no longer than the README lets a cache's timeout be
                 held.freshen()
                 timeout = min(timeout, conf.LOCK_RETRY_DELAY)
-                return _pop_on(client, node, held.conn, held.pack, key, timeout, held.read)
+                return _pop_on(client, node, held.conn, held.pack, key, timeout, held.direct)
+            finally:
+                direct_waits.unclaim(claimed, None)
     return wakeups.wait(
         node,
         key,
@@ -251,14 +253,14 @@ def _pop_on(
     pack: Any,
     key: str,
     timeout: float,
-    read: Callable[[], Any] | None = None,
+    direct: bool = False,
 ) -> Any:
     def unblock(ident: int) -> Any:
         # From another connection of the pool: wait for one rather than fail.
         return with_connection(node, lambda: node.execute_command("CLIENT", "UNBLOCK", ident))
 
     try:
-        return blocking.pop(conn, key, timeout, unblock, pack, read)
+        return blocking.pop(conn, key, timeout, unblock, pack, direct)
     except (AskError, TryAgainError, ClusterDownError):
         # The slot moved: the Cluster client finds its new node (less precisely).
         return execute(client, ("BLPOP", key, max(timeout, 0.001)))

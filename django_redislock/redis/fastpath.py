@@ -128,15 +128,6 @@ class Dedicated:
             raise failed
         return reply
 
-    def read(self) -> Any:
-        """The reply that came on the connection (the socket is readable): read straight
-        into the hiredis reader where ``_send`` would, else by redis-py."""
-        conn = self.conn
-        sock = conn._sock
-        if self.direct and type(sock) is socket.socket:
-            return read_reply(sock, conn._parser)
-        return conn.read_response()
-
     def _spin(self, sock: Any) -> None:
         """Return once ``sock`` is readable, or after ``spin`` seconds (then the read sleeps).
         Each poll releases the GIL, so other threads run meanwhile."""

@@ -4,7 +4,6 @@ replies, and the lock machinery they reuse (holds, signals, waiting, the renewer
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from secrets import token_hex
 from typing import Any, NamedTuple
 
@@ -12,7 +11,6 @@ from ..exceptions import LockError
 from ..locks import keys as _keys
 from ..locks.base import Hold, LockBase
 from ..locks.keys import lock_base, shard_count
-from ..locks.waiting import addressed_to, woken
 from ..redis.clients import run_script
 from .keys import (
     Permit,
@@ -107,12 +105,6 @@ class SemaphoreBase(LockBase):
 
     def _wake_key(self, token: str) -> str:
         return self._layout.wake
-
-    def _wake_up_fence(self, token: str, value: Any) -> int | None:
-        return woken(token, value)  # "<token><fence>|...", as a lock's wake-up starts
-
-    def _accepts(self, token: str) -> Callable[[Any], bool]:
-        return addressed_to(token)
 
     def _acquire_argv(
         self, token: str, register: bool, queued: bool, passing: str = "", scale: float = 1.0
