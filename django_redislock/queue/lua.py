@@ -14,8 +14,8 @@ START that names it (sent without waiting for the reply).
 Every script reads and checks what it needs before its first write, and treats a field it
 cannot parse as a bad job (sent to the dead set with the reason), never as a script error:
 Redis does not roll back a script that fails half-way. Lists given to ZADD/ZREM go in chunks
-(Lua's ``unpack`` has a limit of about 8,000 values). Times come from the Redis server's
-clock (TIME), so workers and web processes with skewed clocks still agree on what is due.
+(Lua's ``unpack`` takes about 8,000 values at most). Times come from the server's clock
+(TIME), so workers and web processes with skewed clocks agree on what is due.
 """
 
 from __future__ import annotations
@@ -71,8 +71,7 @@ local function make_ready(key, id)
   redis.call('HSET', key, F.state, S.ready)
 end
 
--- Append one failed attempt's error (a JSON object) to the job's error history, keeping
--- the newest 256 KB.
+-- Append a failed attempt's error (JSON) to the job's history, keeping the newest 256 KB.
 local function add_error(key, entry)
   local history = redis.call('HGET', key, F.errors) or ''
   history = history .. entry .. '\\n'
@@ -105,8 +104,8 @@ local function expires_ms(meta)
   return x * 1000
 end
 
--- Bury job ``id`` as expired (not started within its expiry of becoming due), uncharged,
--- and count it in the queue's expired counter (the key before the done set, the last key).
+-- Bury job ``id`` as expired (not started within its expiry of becoming due), uncharged;
+-- count it in the queue's expired counter (the key before the last, the done set).
 local function bury_expired(key, id, now)
   bury(key, id, now, 'expired', false)
   redis.call('INCR', KEYS[#KEYS - 1])
@@ -122,8 +121,8 @@ local function bury_cancelled(key, id, now, asked, why)
   redis.call('ZADD', DEAD, now, id)
 end
 
--- Leave ``n`` wake-up tokens for the workers blocked on the queue. Past 128 tokens (no
--- worker is taking them) the list is cut back to 64: one LTRIM per 64 wake-ups at most.
+-- Leave ``n`` wake-up tokens for the workers blocked on the queue. Past 128 (no worker
+-- takes them) the list is cut back to 64: an LTRIM per 64 wake-ups at most.
 local function wake(n)
   local tokens = {}
   for i = 1, math.min(n, 64) do tokens[i] = 1 end
@@ -141,9 +140,11 @@ end
 local function write_job(key, at, state, due, now)
   local kwargs, meta, pr = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
   if kwargs == '' and meta == '' and pr == '0' then  -- the usual job
-    redis.call('HSET', key, F.task, ARGV[at + 1], F.args, ARGV[at + 2], F.state, state,
-               F.due, due, F.enqueued, now)
-    return
+    return redis.call('HSET', key, F.task, ARGV[at + 1], F.args, ARGV[at + 2], F.state, state,
+                      F.due, due, F.enqueued, now)
+  elseif kwargs == '' and pr == '0' then  -- the usual job of a task with options (in meta)
+    return redis.call('HSET', key, F.task, ARGV[at + 1], F.args, ARGV[at + 2], F.state, state,
+                      F.due, due, F.enqueued, now, F.meta, meta)
   end
   local hset = {'HSET', key, F.task, ARGV[at + 1], F.args, ARGV[at + 2], F.state, state,
                 F.due, due, F.enqueued, now}
