@@ -6,17 +6,18 @@ from __future__ import annotations
 
 from .lua import script
 
-# KEYS: the fixed keys, KEYS[7] the job's key, KEYS[8] its corrupt key.  ARGV[1] id
-# ARGV[2] due (epoch ms) it must still have, or ""  ARGV[3] the state letters it may be in
-# (cancel: ready, scheduled, running; delete: ready, scheduled, dead)  ARGV[4] who cancels
-# Deletes the job: 1; or, running (and ARGV[4] given), marks it asked to stop: 2 (its worker
-# stops it; it is then dead as cancelled, never run again); 0 when missing, in another
-# state or since rescheduled. A dead id whose key is not a hash is deleted too (delete
-# cleans up what POP set aside).
+# KEYS: the fixed keys, KEYS[7] the job's key, KEYS[8] its corrupt key, KEYS[9] its
+# unique_for marker.  ARGV[1] id  ARGV[2] due (epoch ms) it must still have, or ""
+# ARGV[3] the state letters it may be in (cancel: ready, scheduled, running; delete: ready,
+# scheduled, dead)  ARGV[4] who cancels
+# Deletes the job, and with it its unique_for window: 1; or, running (and ARGV[4] given),
+# marks it asked to stop: 2 (its worker stops it; it is then dead as cancelled, never run
+# again); 0 when missing, in another state or since rescheduled. A dead id whose key is not
+# a hash is deleted too (delete cleans up what POP set aside).
 CANCEL = script(
     "cancel",
     """
-local id, key, corrupt = ARGV[1], KEYS[7], KEYS[8]
+local id, key, corrupt, marker = ARGV[1], KEYS[7], KEYS[8], KEYS[9]
 local ok, f = pcall(redis.call, 'HMGET', key, F.state, F.due)
 if not ok or not f[1] then
   -- No hash (a key of another type, or none): only an entry of the dead set can be deleted.
@@ -24,7 +25,7 @@ if not ok or not f[1] then
     return 0
   end
   redis.call('ZREM', DEAD, id)
-  redis.call('DEL', key, corrupt)
+  redis.call('DEL', key, corrupt, marker)
   return 1
 end
 if f[1] == S.running and ARGV[4] ~= '' and string.find(ARGV[3], S.running, 1, true) then
@@ -37,7 +38,7 @@ end
 if not SETS[f[1]] or not string.find(ARGV[3], f[1], 1, true) then return 0 end
 if ARGV[2] ~= '' and f[2] ~= ARGV[2] then return 0 end
 redis.call('ZREM', SETS[f[1]], id)
-redis.call('DEL', key, corrupt)
+redis.call('DEL', key, corrupt, marker)
 return 1
 """,
 )
@@ -67,9 +68,9 @@ return 1
 """,
 )
 
-# KEYS: the fixed keys, KEYS[7] a state's sorted set, then per id its job key and its
-# corrupt key.  ARGV: ids read from that set (at most 1000)
-# Deletes the jobs still in the set; returns how many.
+# KEYS: the fixed keys, KEYS[7] a state's sorted set, then per id its job key, its corrupt
+# key and its unique_for marker.  ARGV: ids read from that set (at most 1000)
+# Deletes the jobs still in the set (their unique_for windows with them); returns how many.
 PURGE = script(
     "purge",
     """
@@ -77,7 +78,7 @@ if #ARGV > 1000 then return redis.error_reply('PURGE takes at most 1000 jobs') e
 local removed = 0
 for n, id in ipairs(ARGV) do
   if redis.call('ZREM', KEYS[7], id) == 1 then
-    redis.call('DEL', KEYS[6 + 2 * n], KEYS[7 + 2 * n])
+    redis.call('DEL', KEYS[5 + 3 * n], KEYS[6 + 3 * n], KEYS[7 + 3 * n])
     removed = removed + 1
   end
 end

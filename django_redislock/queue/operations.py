@@ -185,7 +185,7 @@ class Operations:
         removed = 0
         for start in range(0, len(job_ids), MAX_BATCH):
             ids = list(job_ids[start : start + MAX_BATCH])
-            keys = [k for i in ids for k in (self.keys.job(i), self.keys.corrupt(i))]
+            keys = [k for i in ids for k in self._deleted(i)]
             removed += int(self.run(PURGE, [self.keys.dead, *keys], ids))
         return removed
 
@@ -226,8 +226,13 @@ class Operations:
         return self._cancel(job_id, "", DELETABLE)
 
     def _cancel(self, job_id: str, score: int | str, states: str, by: str = "") -> bool:
-        keys = [self.keys.job(job_id), self.keys.corrupt(job_id)]
-        return bool(self.run(CANCEL, keys, [job_id, score, states, by]))
+        return bool(self.run(CANCEL, self._deleted(job_id), [job_id, score, states, by]))
+
+    def _deleted(self, job_id: str) -> tuple[str, str, str]:
+        """The keys that go when job ``job_id`` is deleted: its hash, what was set aside of
+        it, and its ``unique_for`` marker (a deleted job no longer holds its window)."""
+        keys = self.keys
+        return keys.job(job_id), keys.corrupt(job_id), keys.unique(job_id)
 
     def purge(
         self, state: str, batch: int = 1000, progress: Callable[[int], object] | None = None
@@ -243,7 +248,7 @@ class Operations:
             # the ids still in the set.
             ids = [text(i) for i in self.client.zrange(state_set, 0, batch - 1)]
             if ids:
-                keys = [k for i in ids for k in (self.keys.job(i), self.keys.corrupt(i))]
+                keys = [k for i in ids for k in self._deleted(i)]
                 removed += int(self.run(PURGE, [state_set, *keys], ids))
                 if progress is not None:
                     progress(removed)

@@ -104,6 +104,28 @@ def test_the_window_outlives_the_results_kept(queue: Queue, settings: Any) -> No
     assert (again.args, again.state) == ([1], "done")
 
 
+@pytest.mark.parametrize("how", ["cancel", "delete", "purge ready", "delete dead", "purge dead"])
+def test_a_deleted_job_leaves_its_window_and_the_next_enqueue_makes_a_new_one(
+    queue: Queue, how: str
+) -> None:
+    """Cancelled before it ran, deleted or purged, the job is gone: within its window, the
+    next enqueue of its id is a new job (not the gone one reported as done)."""
+    unique(queue, 1)
+    if "dead" in how:
+        finish(queue, "dead")
+    if how == "cancel":
+        assert queue.cancel(ID)
+    elif how in ("delete", "delete dead"):
+        assert queue.delete(ID) if how == "delete" else queue.delete_dead([ID]) == 1
+    else:
+        assert queue.purge(how.split()[1]) == 1
+    assert get_redis().exists(queue.keys.unique(ID)) == 0
+    again = unique(queue, 2)
+    assert (again.args, again.state) == ([2], "ready")
+    assert [job.args for job in queue.pop(2)] == [[2]]
+    assert unique(queue, 3).args == [2]  # the new job holds its own window
+
+
 def test_after_the_window_an_enqueue_makes_a_new_job(queue: Queue) -> None:
     started = server_now()
     unique(queue, 1, window=0.3)

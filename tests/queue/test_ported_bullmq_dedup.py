@@ -18,8 +18,10 @@ Left out, and why:
 - The follow-up going to a paused list: pausing is the next issue's.
 - A queue-default delay and a custom job id apart from the dedup id: our dedup id *is* the
   job id, and a debounce sets the due time itself (``delay``/``at`` are refused with it).
-- Removing the deduplicated job frees the key: our ``unique_for`` window is kept apart
-  from the job (it outlives the job's hash by design), so cancelling the job does not end it.
+
+Removing the deduplicated job frees its key there; here, deleting a job (or cancelling it
+before it started) takes its ``unique_for`` window with it, as ported below. A finished
+job's window outlives its hash by design (the window holds after the result expired).
 """
 
 from __future__ import annotations
@@ -67,6 +69,14 @@ def test_throttle_keeps_the_first_job_for_the_window_then_makes_a_new_run(queue:
     queue.ack(job)
     wait_for(lambda: add(queue, 3, unique_for=1).args == [3], 10, "the window ended")
     assert next_popped(queue).enqueued > first.enqueued
+
+
+def test_removing_the_throttled_job_frees_its_id_for_a_new_one(queue: Queue) -> None:
+    assert add(queue, 0, unique_for=60).args == [0]
+    assert add(queue, 1, unique_for=60).args == [0]
+    assert queue.delete(DEDUP)
+    assert add(queue, 2, unique_for=60).args == [2]
+    assert next_popped(queue).args == [2]
 
 
 def test_ten_adds_debounced_run_once_with_the_last_data(queue: Queue) -> None:
