@@ -81,6 +81,20 @@ def once(key: str, fails: int) -> int:
 
 
 @task(max_attempts=1)
+def stalls_once(key: str) -> None:
+    """Records its run, then sleeps until its worker is killed; one attempt allowed."""
+    _run(key)
+    time.sleep(120)
+
+
+@task(max_attempts=3)
+def stalls_thrice(key: str) -> None:
+    """As ``stalls_once``, with three attempts allowed."""
+    _run(key)
+    time.sleep(120)
+
+
+@task(max_attempts=1)
 def snoozing_once(key: str, times: int, delay: float) -> int:
     """As ``snoozing``, with a single attempt allowed: RetryLater runs do not use it up."""
     n = _run(key)

@@ -231,6 +231,7 @@ def exercise_queue() -> None:
     assert queue.peek(2)
     jobs = queue.pop(2)
     assert queue.renew(jobs) == []
+    assert queue.note_max_attempts(jobs[0], 3)
     assert queue.release(jobs) == 2
     [job] = queue.pop(1)
     assert queue.ack(job, '"kept"')

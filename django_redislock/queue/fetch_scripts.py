@@ -44,8 +44,9 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 # id, task, args, kwargs, metadata, attempt (the number this run is), priority, due,
 # enqueued, workers (this run's included), failures (attempts failed before this run)}.
 # A started attempt whose lease ran out is a failure: dead once the failures reach the
-# job's own max_attempts (in its metadata), else ARGV[5]; a job whose failures field or
-# max_attempts option is corrupt is set aside (dead, with the reason).
+# job's own max_attempts (in its metadata), else its task's (noted by its worker at its
+# start), else ARGV[5]; a job whose failures field or max_attempts option is corrupt is set
+# aside (dead, with the reason).
 POP = script(
     "pop",
     """
@@ -81,8 +82,15 @@ if run_at and run_at <= now then
     redis.call('ZREM', RUN, id)
     local key = KEYS[given[id]]
     local ok, f = pcall(redis.call, 'HMGET', key, F.attempts, F.lease, F.started_lease, F.task,
-                        F.cancel, F.failures, F.meta)
-    local max, corrupt = max_attempts, nil  -- the job's own max_attempts beats the queue's
+                        F.cancel, F.failures, F.meta, F.max_attempts)
+    -- the job's own max_attempts beats its task's (noted at its start), which beats the queue's
+    local max, corrupt = ok and f[8] and tonumber(f[8]), nil
+    if max == nil and ok and f[8] or max and (max < 1 or max ~= math.floor(max) or max == math.huge)
+    then
+      corrupt = 'The job\\'s field ' .. F.max_attempts .. ' (its task\\'s max_attempts) is not a '
+        .. 'whole number >= 1.'
+    end
+    max = max or max_attempts
     if ok and f[7] and string.find(f[7], '"max_attempts"', 1, true) then
       local decoded, meta = pcall(cjson.decode, f[7])
       local own = decoded and type(meta) == 'table' and meta.max_attempts

@@ -80,6 +80,9 @@ class Field:
     NEXT_DUE = "nd"  # epoch ms
     NEXT_ENQUEUED = "ne"  # epoch ms
     CANCEL = "cx"  # a running job asked to stop: "who asked, epoch ms"
+    # Its task's max_attempts, noted by the worker as it starts a job of none of its own
+    # (enqueued by path), so that a lapse of its lease is judged by it (POP).
+    MAX_ATTEMPTS = "ma"
     # Enqueue-decided options (``job_options``; its ``expires`` lives in the metadata):
     UNIQUE_UNTIL = "uu"  # epoch ms its unique_for window ends (the marker key decides)
     DEBOUNCED = "dbn"  # the debounce (ms) that set its due time; absent: not debounced

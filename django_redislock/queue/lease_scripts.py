@@ -1,6 +1,6 @@
 """The Lua scripts that end or keep a lease the caller holds: RELEASE (give back jobs that
-did not start), SETTLE (a failed or retried attempt) and RENEW. Each gets the queue's fixed
-keys first (see ``lua``), then the key of each job it names."""
+did not start), SETTLE (a failed or retried attempt), NOTE_MAX_ATTEMPTS and RENEW. Each gets
+the queue's fixed keys first (see ``lua``), then the key of each job it names."""
 
 from __future__ import annotations
 
@@ -104,6 +104,19 @@ else
   redis.call('ZADD', SCHED, now + delay, id)
   wake(1)
 end
+return 1
+""",
+)
+
+# KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] lease token  ARGV[2] max_attempts
+# Notes the job's max_attempts as its task has it, while the caller holds its lease: a
+# lapse of that lease is then judged by it (POP). 1, or 0 if the lease was lost.
+NOTE_MAX_ATTEMPTS = script(
+    "note_max_attempts",
+    """
+local ok, lease = pcall(redis.call, 'HGET', KEYS[7], F.lease)
+if not ok or lease ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[7], F.max_attempts, ARGV[2])
 return 1
 """,
 )

@@ -18,7 +18,7 @@ from .fetching import Fetched, WorkerCalls
 from .job_codec import attempt_error, error_text, trimmed
 from .jobs import Job, JobState, text
 from .keys import QueueKeys
-from .lease_scripts import RELEASE, RENEW, SETTLE
+from .lease_scripts import NOTE_MAX_ATTEMPTS, RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
 from .producing import Producing
@@ -218,6 +218,13 @@ class Queue(Producing, WorkerCalls, Operations):
             reason,
         )
         return bool(self.run(SETTLE, [self.keys.job(job.id)], args))
+
+    def note_max_attempts(self, job: Job, max_attempts: int) -> bool:
+        """Note on a popped ``job`` that has no ``max_attempts`` of its own its task's, so
+        that a lapse of its lease (its worker died) is judged by it, not by the queue's.
+        False when the lease was lost."""
+        args = (job.lease or "", max_attempts)
+        return bool(self.run(NOTE_MAX_ATTEMPTS, [self.keys.job(job.id)], args))
 
     def renew(self, jobs: Sequence[Job], lease: float | None = None) -> list[str]:
         """Extend the leases of popped jobs; returns the ids whose lease was already lost."""

@@ -70,6 +70,25 @@ def job_option(job: Job, name: str) -> Any:
     return getattr(registered_task(job.task), name, None)
 
 
+# task path -> its task's max_attempts (None: it sets none, or the path names no task)
+_task_max_attempts: dict[str, int | None] = {}
+
+
+def lapse_max_attempts(queue: Settings, job: Job) -> int | None:
+    """The max_attempts by which a lapse of ``job``'s lease must be judged, when Redis
+    cannot know it (see ``Queue.note_max_attempts``): its task's, when the job has none of
+    its own and the task's differs from the queue's; else None."""
+    if "max_attempts" in job.meta:
+        return None
+    path = job.task
+    if path not in _task_max_attempts:
+        if len(_task_max_attempts) >= 10_000:  # paths of junk jobs must not grow it forever
+            _task_max_attempts.clear()
+        _task_max_attempts[path] = getattr(registered_task(path), "max_attempts", None)
+    found = _task_max_attempts[path]
+    return found if found is not None and found != queue.max_attempts else None
+
+
 def check_own_options(job: Job) -> None:
     """InvalidTask when an option ``job`` carries (in its metadata) is corrupt."""
     for name in WORKER_OPTIONS:

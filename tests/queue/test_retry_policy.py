@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import signal
 from typing import Any
 
 import pytest
@@ -178,6 +180,57 @@ def test_a_lapsed_lease_is_a_failure(retrying: Backend) -> None:
     dead = queue.get(job.id)
     assert (dead.state, dead.failures, dead.attempts) == ("dead", 2, 2)
     assert "lease ran out" in dead.error
+
+
+@pytest.mark.parametrize(
+    ("task", "queue_max", "after"),
+    [
+        ("stalls_once", 2, "dead"),  # the task allows 1 attempt: the queue's 2 would retry
+        ("stalls_thrice", 1, "ready"),  # the task allows 3: the queue's 1 would bury it
+    ],
+)
+def test_a_lapse_of_a_job_enqueued_by_path_is_judged_by_its_tasks_max_attempts(
+    real_backend: Backend,
+    settings: Any,
+    processes: Processes,
+    task: str,
+    queue_max: int,
+    after: str,
+) -> None:
+    """The job carries no max_attempts (enqueued by path, not through its task); its
+    worker is killed while it runs. Redis judges the lapse by the task's max_attempts, which
+    the worker noted as the job started: job, then task, then queue, as for a failure."""
+    settings.REDISLOCK = {
+        **settings.REDISLOCK,
+        "QUEUES": {"default": {**QUEUES["default"], "LEASE": 1, "MAX_ATTEMPTS": queue_max}},
+    }
+    queue = get_queue()
+    job = queue.enqueue(f"tests.retry_tasks.{task}", args=[task])
+    worker = processes.start(work)
+    wait_for(lambda: len(tasks.run_times(task)) == 1, what="the job started")
+    assert get_redis().hget(queue.keys.job(job.id), Field.MAX_ATTEMPTS) is not None
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(10)
+    popped: list[Any] = []
+    wait_for(lambda: popped.extend(queue.pop()) or popped or queue.get(job.id).state == "dead")
+    found = queue.get(job.id)
+    assert (found.state, found.failures) == (("dead", 1) if after == "dead" else ("running", 1))
+    assert [j.id for j in popped] == ([] if after == "dead" else [job.id])
+    assert "lease ran out" in found.error
+    assert f"failure 1 of {1 if after == 'dead' else 3})" in found.error
+
+
+def test_a_corrupt_noted_max_attempts_sets_the_lapsed_job_aside_alone(retrying: Backend) -> None:
+    queue = get_queue()
+    bad, fine = (queue.enqueue("tests.retry_tasks.flaky", args=[k, 0]) for k in ("bad", "fine"))
+    assert {j.id for j in queue.pop(2, lease=0.05)} == {bad.id, fine.id}
+    get_redis().hset(queue.keys.job(bad.id), Field.MAX_ATTEMPTS, "lots")
+    again: list[Any] = []
+    wait_for(lambda: again.extend(queue.pop(lease=5)) or again, what="the other redelivered")
+    assert [j.id for j in again] == [fine.id]
+    dead = queue.get(bad.id)
+    assert dead.state == "dead"
+    assert f"field {Field.MAX_ATTEMPTS}" in dead.error
 
 
 # --- corrupt options --------------------------------------------------------------------------

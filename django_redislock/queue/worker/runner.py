@@ -28,6 +28,7 @@ from ..retry_policy import (
     RetryPolicy,
     after_failure,
     check_own_options,
+    lapse_max_attempts,
     policy,
 )
 from .connections import close_stale_connections
@@ -65,6 +66,9 @@ class Runner:
             return 0.0
         start = time.monotonic()
         close_stale_connections()
+        noted = lapse_max_attempts(queue, job)
+        if noted is not None:  # a job by path of a task with its own: Redis must know it
+            self._note_max_attempts(queue, job, noted)
         if self.log.isEnabledFor(logging.DEBUG):
             self.log.debug("%s: %s (%s) started", queue.name, job.task, job.id)
         try:
@@ -86,6 +90,12 @@ class Runner:
             if not self.inline:  # inline, the next job's start or going idle closes them
                 close_stale_connections()
             self.leases.end(queue, job)
+
+    def _note_max_attempts(self, queue: Queue, job: Job, max_attempts: int) -> None:
+        try:
+            queue.note_max_attempts(job, max_attempts)
+        except (RedisUnavailable, redis.ResponseError) as exc:  # its outcome will wait too
+            logger.debug("Could not note a job's max_attempts: %s", exc)
 
     def _failed(self, queue: Queue, job: Job, exc: BaseException, trace: str, ran: float) -> None:
         # Logged before it is recorded: recording waits while Redis is away.
