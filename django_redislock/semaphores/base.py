@@ -136,8 +136,8 @@ class SemaphoreBase(LockBase):
 
     def _release_token(self, client: Any, permit: str) -> Any:
         """Free ``permit`` ("": every permit) over the sync ``client``; the waiters it goes to
-        are woken by the same call."""
-        return run_script(client, RELEASE, self.layout.releasing, self._release_args(permit))
+        are woken by the same call. (``_layout`` is set: ``client`` was asked for.)"""
+        return run_script(client, RELEASE, self._layout.releasing, self._release_args(permit))
 
     def _release_handed(self, client: Any, token: str, fence: int) -> None:
         self._release_token(client, self._permit(token, fence))

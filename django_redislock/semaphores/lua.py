@@ -19,6 +19,7 @@ end
 -- The holders members of the permits whose first one is ``permit``.
 local function members_of(permit)
   local all = {permit}
+  if not string.find(permit, '*', 1, true) then return all end  -- one permit: the usual
   local tok, rest = string.match(permit, '^([^|]*|)(.*)$')
   if not tok then return all end
   local stem = string.sub(tok, 1, -2)
@@ -148,9 +149,12 @@ local function fence_of(holders, tok, now)
   return nil
 end
 
--- Takes a semaphore whose last live permit is gone out of the index.
+-- Takes a semaphore whose last live permit is gone out of the index (no permit at all,
+-- the usual case, needs no look at their expiries).
 local function forget_if_idle(k, name, now)
-  if live(k[1], now) == 0 then redis.call('ZREM', k[5], name) end
+  if redis.call('ZCARD', k[1]) == 0 or live(k[1], now) == 0 then
+    redis.call('ZREM', k[5], name)
+  end
 end
 """
 )

@@ -78,7 +78,7 @@ class Semaphore(SemaphoreBase, SyncWaiting, SyncContext):
     def release(self) -> None:
         """Give this owner's permit back (to the oldest waiter, if any). LockNotOwned if this
         owner holds none any more."""
-        self.release_owner(self.current_owner())
+        self.release_owner(self._owner(get_ident()))
 
     def extend(self, ttl: float | None = None) -> None:
         """Reset the TTL of this owner's permit to ``ttl`` seconds (default: the semaphore's
