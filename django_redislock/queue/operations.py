@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..exceptions import JobNotFound
+from ..exceptions import InvalidTask, JobNotFound
 from ..redis.scripts import LuaScript
 from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, REQUEUE_RUNNING, RETRY_DEAD
 from .job_codec import attempt_error, from_hash, not_a_hash
@@ -16,6 +16,7 @@ from .job_options import EnqueueOptions
 from .jobs import LISTED_STATES, Field, Job, JobState, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
+from .retry_policy import policy
 
 CANCELLABLE = JobState.READY.letter + JobState.SCHEDULED.letter
 DELETABLE = CANCELLABLE + JobState.DEAD.letter
@@ -26,6 +27,7 @@ class Operations:
     client: Any
     keys: QueueKeys
     max_attempts: int
+    retry_backoff: float
     result_ttl: float
     lease: float
 
@@ -205,8 +207,12 @@ class Operations:
         beats). Its started attempt is recorded as failed. False when it is no longer
         running under that lease, or looks alive after all."""
         why = "its lease ran out" if lease_ran_out else "its worker is gone"
+        try:  # the job's own, else its task's, else the queue's
+            limit = policy(self, job).max_attempts
+        except InvalidTask:  # an option of its own is corrupt: the worker sets it aside
+            limit = self.max_attempts
         error = (
-            f"Attempt {job.attempts} of {self.max_attempts} ended without an outcome: "
+            f"Attempt {job.attempts} of {limit} ended without an outcome: "
             f"{why}; requeued from the admin."
         )
         entry = attempt_error(error, "", "", job.worker or "")

@@ -244,7 +244,8 @@ def test_a_killed_workers_job_is_flagged_once_its_lease_runs_out_and_requeued(
     }
     queue = get_queue()
     victim = processes.start(run_worker)
-    queue.enqueue("tests.tasks.slow", args=[1, 30], job_id="in-hand")
+    # (its own max_attempts, which the error names: not the queue's)
+    queue.enqueue("tests.tasks.slow", args=[1, 30], job_id="in-hand", max_attempts=5)
     wait_for(lambda: queue.counts()["running"] == 1 and queue.get("in-hand").attempts == 1)
     running = html(admin_client.get(url("jobs", "default", "running")))
     assert "left-behind" not in running  # its worker is alive and renews its lease
@@ -259,7 +260,7 @@ def test_a_killed_workers_job_is_flagged_once_its_lease_runs_out_and_requeued(
     assert "was made ready again" in html(done)
     job = queue.get("in-hand")
     assert (job.state, job.attempts) == ("ready", 1)
-    assert "Attempt 1 of 3 ended without an outcome" in job.error
+    assert "Attempt 1 of 5 ended without an outcome" in job.error
     assert queue.counts()["running"] == 0
 
 
