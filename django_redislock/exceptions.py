@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import math
+# The longest RetryLater delay, as the longest delay a job may be given (``queue.arguments``).
+MAX_RETRY_LATER = 100 * 365.25 * 86400
 
 
 class RedisLockError(Exception):
@@ -51,14 +52,17 @@ class InvalidTask(QueueError):
 class RetryLater(QueueError):
     """Raised by a task to run again after ``delay`` seconds: not a failure (no error is
     stored, ``MAX_ATTEMPTS`` counts failures only), though the run counts as an attempt.
-    ``delay`` must be a finite number of seconds >= 0: else ``ValueError`` (or ``TypeError``)
-    is raised where ``RetryLater`` is made, and that attempt fails with it."""
+    ``delay`` must be a number of seconds from 0 to a century: else ``ValueError`` (or
+    ``TypeError``) is raised where ``RetryLater`` is made, and that attempt fails with it."""
 
     def __init__(self, delay: float) -> None:
         if not isinstance(delay, (int, float)) or isinstance(delay, bool):
             raise TypeError(f"RetryLater delay must be a number of seconds, not {delay!r}.")
-        if not 0 <= delay < math.inf:  # NaN fails too
-            raise ValueError(f"RetryLater delay must be finite and >= 0, not {delay!r}.")
+        if not 0 <= delay <= MAX_RETRY_LATER:  # NaN and infinity fail too
+            raise ValueError(
+                f"RetryLater delay must be from 0 to {MAX_RETRY_LATER:.0f} s (a century), "
+                f"not {delay!r}."
+            )
         super().__init__(f"run again in {delay} s")
         self.delay = float(delay)
 

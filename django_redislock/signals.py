@@ -1,7 +1,8 @@
-"""Signals sent by locks (and semaphores), stocks and rate limits. A lock's are sent with
-``sender`` = the lock (or semaphore) class and ``lock`` = the instance, plus ``name``; a
-stock's with ``sender`` = the stock class, ``stock`` and ``name``; a rate limit's with
-``sender`` = the limiter class, ``limit`` and ``name``."""
+"""Signals sent by locks (and semaphores), stocks, rate limits and the worker. A lock's are
+sent with ``sender`` = the lock (or semaphore) class and ``lock`` = the instance, plus
+``name``; a stock's with ``sender`` = the stock class, ``stock`` and ``name``; a rate
+limit's with ``sender`` = the limiter class, ``limit`` and ``name``; the worker's with
+``sender`` = the queue class, ``queue`` (its name) and ``job``."""
 
 from __future__ import annotations
 
@@ -34,3 +35,8 @@ reservation_confirmed = Signal()
 reservation_released = Signal()
 #: A rate limit refused a hit. Extra: ``hit`` (its ``retry_after``).
 rate_limited = Signal()
+
+#: A job's task raised ``RetryLater``: the job runs again after ``delay`` s, which is not a
+#: failure (the Tasks framework's ``task_finished`` is not sent for such a run: the task has
+#: not finished). Extra: ``delay``.
+job_snoozed = Signal()

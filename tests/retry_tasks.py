@@ -80,6 +80,20 @@ def once(key: str, fails: int) -> int:
     return n
 
 
+class Gateway:
+    class Busy(Exception):
+        """An exception class nested in a class (as a model's DoesNotExist is)."""
+
+
+@task(max_attempts=3, retry_backoff=0, retry_on=(Gateway.Busy,))
+def nested_retry_on(key: str, fails: int) -> int:
+    """Fails its first ``fails`` runs with ``Gateway.Busy``, which it retries."""
+    n = _run(key)
+    if n <= fails:
+        raise Gateway.Busy(f"run {n}")
+    return n
+
+
 @task(max_attempts=1)
 def stalls_once(key: str) -> None:
     """Records its run, then sleeps until its worker is killed; one attempt allowed."""

@@ -19,7 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from ..conf import QUEUE_DEFAULTS, conf
-from ..signals import lock_acquired, lock_busy, lock_lost
+from ..signals import job_snoozed, lock_acquired, lock_busy, lock_lost
 
 logger = logging.getLogger(__name__)
 
@@ -77,18 +77,13 @@ FOR_GOOD = frozenset(
 )
 
 
-SNOOZED = "django_redislock.exceptions.RetryLater"
-
-
 def outcome(result: Any) -> str:
     """What became of a job run, from its ``TaskResult`` as ``task_finished`` carries it:
-    succeeded, snoozed (``RetryLater``), retried or dead, as the worker decides it (the
-    task's options, then the queue's settings)."""
+    succeeded, retried or dead, as the worker decides it (the task's options, then the
+    queue's settings). A ``RetryLater`` run sends no ``task_finished``: ``job_snoozed``."""
     if result.status == "SUCCESSFUL":  # TaskResultStatus, a TextChoices
         return "succeeded"
     last = result.errors[-1]
-    if last.exception_class_path == SNOOZED:
-        return "snoozed"
     if last.exception_class_path in FOR_GOOD:
         return "dead"
     task = result.task
@@ -125,6 +120,11 @@ def job_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
     started, finished = task_result.started_at, task_result.finished_at
     if started is not None and finished is not None:
         JOB_DURATION.labels(queue).observe(max(0.0, (finished - started).total_seconds()))
+
+
+@never_raises
+def job_was_snoozed(sender: Any, queue: str, **kwargs: Any) -> None:
+    JOB_RUNS.labels(queue, "snoozed").inc()
 
 
 @never_raises
@@ -165,6 +165,7 @@ _LOCK_RECEIVERS = (
     (lock_acquired, lock_was_acquired),
     (lock_busy, lock_was_busy),
     (lock_lost, lock_was_lost),
+    (job_snoozed, job_was_snoozed),
 )
 _UID = "django_redislock.metrics"
 

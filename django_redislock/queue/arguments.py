@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from ..exceptions import MAX_RETRY_LATER
 from .job_codec import encoded, encoded_meta
 
 
@@ -26,7 +27,7 @@ class Made(NamedTuple):
 
 
 MAX_JOB_ID = 200
-MAX_DELAY = 100 * 365.25 * 86400  # seconds
+MAX_DELAY = MAX_RETRY_LATER  # seconds: a century
 JOB_ARGUMENTS = frozenset(
     {"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta", "time_limit"}
     | {"max_attempts", "retry_backoff", "retry_backoff_max", "retry_on"}

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from django.apps import apps
 from django.utils import timezone
 
-from ..exceptions import InvalidTask
+from ..exceptions import InvalidTask, RetryLater
 from ..metrics.tracing import traced_run
 from ..tasks.new_results import running_result
 from ..tasks.receivers import Receivers, receivers
@@ -106,6 +106,8 @@ def run_job(job: Job, watch: Watch | None = None) -> str:
             raise InvalidTask(
                 f"{job.task} returned a value that is not JSON-serializable ({exc})."
             ) from exc
+    except RetryLater:  # not finished, nor failed: it runs again (no task_finished)
+        raise
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, CancelledError too
         cls = type(exc)
         object.__setattr__(result, "status", _FAILED)

@@ -99,7 +99,7 @@ local function expires_ms(meta)
   local ok, m = pcall(cjson.decode, meta)
   if not ok or type(m) ~= 'table' then return nil end
   local x = m.expires
-  if x == nil then return false end  -- the word was inside another value
+  if x == nil or x == cjson.null then return false end  -- in another value, or unset (null)
   if type(x) ~= 'number' or x ~= x or x <= 0 or x == math.huge then return nil end
   return x * 1000
 end

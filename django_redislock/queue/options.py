@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from importlib import import_module
 from typing import Any
 
 from django.utils.module_loading import import_string
@@ -79,19 +80,41 @@ def retry_on_classes(value: Any, name: str = "retry_on") -> ExceptionClasses:
 def _exception_class(entry: Any, name: str) -> type[BaseException]:
     if isinstance(entry, str):
         try:
-            entry = import_string(entry)
+            entry = imported(entry)
         except ImportError as exc:
             raise ValueError(f"{name}: {entry!r} cannot be imported ({exc}).") from exc
     if not isinstance(entry, type) or not issubclass(entry, BaseException):
         raise TypeError(f"{name}: {entry!r:.60} is not an exception class.")
+    class_path(entry, name)  # a class the job could not name is refused now, not at enqueue
     return entry
+
+
+def imported(path: str) -> Any:
+    """What dotted ``path`` names: a module's attribute, or a class nested in one
+    (``shop.models.Order.DoesNotExist``); ImportError when it names nothing."""
+    try:
+        return import_string(path)
+    except ImportError as exc:
+        parts = path.split(".")
+        for cut in range(len(parts) - 2, 0, -1):  # the longest module first
+            try:
+                found = import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                for part in parts[cut:]:
+                    found = getattr(found, part)
+            except AttributeError:
+                break
+            return found
+        raise exc
 
 
 def class_path(cls: type[BaseException], name: str = "retry_on") -> str:
     """The dotted path a job keeps for ``cls``: it must import back as ``cls``."""
     path = f"{cls.__module__}.{cls.__qualname__}"
     try:
-        found = import_string(path)
+        found = imported(path)
     except ImportError:
         found = None
     if found is not cls:
@@ -138,12 +161,19 @@ def job_options(given: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def with_options(meta: Any, **given: Any) -> Any:
-    """A job's ``meta`` carrying its own worker options (``given``: None for unset). A
-    ``meta`` of the wrong type is left for ``encoded_meta`` to refuse."""
+    """A job's ``meta`` carrying its own worker options (``given``: None for unset); those
+    ``meta`` itself holds (a job's meta enqueued again) are checked too. A ``meta`` of the
+    wrong type is left for ``encoded_meta`` to refuse."""
     kept = job_options(given)
-    if not kept or not (meta is None or isinstance(meta, Mapping)):
-        return meta
-    return {**(meta or {}), **kept}
+    if not isinstance(meta, Mapping):
+        return {**kept} if kept and meta is None else meta
+    for name in OWN_OPTIONS:
+        if name in meta and name not in kept:
+            try:
+                read_option(name, meta[name])
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"meta[{name!r}]: {exc}") from exc
+    return {**meta, **kept} if kept else meta
 
 
 def stored_value(name: str, value: Any) -> Any:

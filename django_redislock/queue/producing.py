@@ -125,7 +125,7 @@ class Producing(OptedEnqueue):
             return self.enqueue_opted([spec], replace, using, db)[0]
         kwargs = kwargs if kwargs is not None else {}
         meta = with_time_limit(meta, time_limit)
-        if own != _UNSET:  # (the usual job: none)
+        if own != _UNSET or meta is not None:  # (the usual job: neither)
             meta = with_options(meta, **dict(zip(OWN_OPTIONS, own, strict=True)))
         if meta is not None or expires is not None:  # (a meta enqueued again: checked)
             meta = with_expires(meta, expires)

@@ -105,6 +105,13 @@ def test_meta_of_another_shape_is_no_expiry(queue: Queue) -> None:
     assert [j.id for j in queue.pop()] == ["nested"]
 
 
+def test_an_expiry_unset_in_meta_is_no_expiry(queue: Queue) -> None:
+    """null there (a task's ``using(expires=None)`` keeps its unset options so): no expiry,
+    not a corrupt one."""
+    queue.enqueue(TASK, args=[1], job_id="unset", meta={"expires": None})
+    assert [j.id for j in queue.pop()] == ["unset"]
+
+
 def test_an_expiry_already_in_meta_is_checked(queue: Queue) -> None:
     with pytest.raises(ValueError, match="expires"):
         queue.enqueue(TASK, meta={"expires": -1})

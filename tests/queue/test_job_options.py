@@ -329,6 +329,30 @@ def test_a_bad_item_in_a_batch_writes_nothing(queue: Queue) -> None:
     assert sum(queue.counts().values()) == 0
 
 
+@pytest.mark.parametrize(
+    ("meta", "error"),
+    [
+        ({"max_attempts": 0}, ValueError),
+        ({"retry_backoff": -5}, ValueError),
+        ({"retry_on": "nope"}, TypeError),
+        ({"retry_on": ["no.such.Error"]}, ValueError),
+    ],
+)
+def test_a_worker_option_in_meta_is_checked_at_enqueue(
+    queue: Queue, meta: dict[str, Any], error: type[Exception]
+) -> None:
+    """(A job's meta enqueued again carries its options: refused now, naming the key, not
+    set aside when a worker reads it.)"""
+    name = next(iter(meta))
+    with pytest.raises(error, match=f"meta\\['{name}'\\]"):
+        queue.enqueue(TASK, meta=meta)
+    with pytest.raises(error, match=f"meta\\['{name}'\\]"):
+        queue.enqueue_many([{"task": TASK, "meta": meta}])
+    assert sum(queue.counts().values()) == 0
+    kept = queue.enqueue(TASK, meta={"max_attempts": 3, "retry_on": ["builtins.KeyError"]})
+    assert kept.meta == {"max_attempts": 3, "retry_on": ["builtins.KeyError"]}
+
+
 def test_unknown_arguments_are_still_refused_by_name(queue: Queue) -> None:
     with pytest.raises(TypeError, match="uniq_for"):
         queue.enqueue_many([{"task": TASK, "uniq_for": 5}])

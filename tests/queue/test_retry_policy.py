@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import signal
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from django_redislock import get_queue, get_redis
+from django_redislock.exceptions import RetryLater
 from django_redislock.queue.jobs import Field
 from django_redislock.queue.worker.loop import Worker
 from tests.support.fixtures import Backend, Processes
@@ -49,7 +51,43 @@ def test_retry_on_retries_only_the_classes_it_lists(
     assert get_queue().get(result.id).failures == runs
 
 
+def test_retry_on_a_nested_exception_class_retries_it(retrying: Backend) -> None:
+    """``Gateway.Busy`` is kept as "tests.retry_tasks.Gateway.Busy", a path no plain import
+    of a module attribute resolves: the worker finds the class through its enclosing one."""
+    result = tasks.nested_retry_on.enqueue("nested", 2)
+    assert get_queue().get(result.id).meta["retry_on"] == ["tests.retry_tasks.Gateway.Busy"]
+    drain()
+    assert len(tasks.run_times("nested")) == 3
+    assert result_of(tasks.nested_retry_on, result.id).status == "SUCCESSFUL"
+
+
 # --- RetryLater ---------------------------------------------------------------------------
+
+
+def test_a_retry_later_run_sends_no_task_finished(retrying: Backend) -> None:
+    """Snoozing is not finishing, nor failing: the framework's ``task_finished`` (whose own
+    receiver logs a failure as an ERROR with its traceback) goes out once, when it ends."""
+    from django_redislock.tasks.results import signals
+
+    seen: list[str] = []
+
+    def finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        seen.append(task_result.status)
+
+    signals.task_finished.connect(finished)
+    try:
+        tasks.snoozing.enqueue("quiet", 2, 0)
+        drain()
+    finally:
+        signals.task_finished.disconnect(finished)
+    assert len(tasks.run_times("quiet")) == 3
+    assert seen == ["SUCCESSFUL"]
+
+
+@pytest.mark.parametrize("delay", [-1, math.inf, math.nan, 3.2e9 + 1])
+def test_retry_later_refuses_a_delay_outside_zero_to_a_century(delay: float) -> None:
+    with pytest.raises(ValueError, match="RetryLater delay"):
+        RetryLater(delay)
 
 
 def test_retry_later_is_not_a_failure(retrying: Backend) -> None:

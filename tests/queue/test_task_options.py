@@ -72,6 +72,19 @@ def test_retry_on_is_kept_as_a_tuple_of_classes() -> None:
     assert task(retry_on=[KeyError])(plain) == task(retry_on=(KeyError,))(plain)
 
 
+def test_retry_on_takes_a_nested_class_and_refuses_a_local_one_when_declared() -> None:
+    assert task(retry_on=tasks.Gateway.Busy)(plain).retry_on == (tasks.Gateway.Busy,)
+
+    def made_here() -> type[Exception]:
+        class Local(Exception):
+            pass
+
+        return Local
+
+    with pytest.raises(ValueError, match=r"retry_on.*cannot be imported by that path"):
+        task(retry_on=made_here())(plain)
+
+
 def test_using_keeps_the_options(tasks_backend: Backend) -> None:
     moved = tasks.charge.using(priority=3, queue_name="mail")
     assert (moved.priority, moved.queue_name) == (3, "mail")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import redis
 
 from ...exceptions import InvalidTask, JobCancelled, RedisUnavailable, RetryLater
+from ...signals import job_snoozed
 from ..execution import run_job
 from ..job_codec import error_text
 from ..queue import Job, Queue
@@ -103,6 +104,12 @@ class Runner:
         if isinstance(exc, RetryLater):  # not a failure: runs again, nothing stored
             self.log.info("%s asked to run again in %s (RetryLater)", line, took(exc.delay))
             self._settle(queue, partial(queue.snooze, job, exc.delay))
+            if job_snoozed.receivers:
+                for receiver, error in job_snoozed.send_robust(
+                    type(queue), queue=queue.name, job=job, delay=exc.delay
+                ):
+                    if error is not None:
+                        logger.error("job_snoozed receiver %r failed: %r", receiver, error)
             return
         record: Callable[[], bool]
         if isinstance(exc, InvalidTask):  # never retried
