@@ -193,7 +193,7 @@ if count > 0 then
     local key, id, f = job[1], job[2], job[3]
     local attempt = num(f[9], 0) + 1
     local token = worker .. '#' .. attempt
-    local workers = f[8] and (f[8] .. ',' .. worker) or worker
+    local workers = with_worker(f[8], worker)
     if charge then
       redis.call('HSET', key, F.state, S.running, F.attempts, attempt, F.lease, token,
         F.started_lease, token, F.worker, worker, F.started, now, F.workers, workers)

@@ -84,7 +84,7 @@ end
 redis.call('HDEL', key, F.lease, F.worker, F.started_lease)
 if f[2] ~= f[1] then  -- never started through POP: this attempt is charged now
   redis.call('HSET', key, F.attempts, (num(f[3], 0) or 0) + 1, F.started, now,
-    F.workers, f[4] and (f[4] .. ',' .. worker) or worker)
+    F.workers, with_worker(f[4], worker))
 end
 if failed then
   redis.call('HSET', key, F.error, ARGV[4], F.traceback, ARGV[5], F.error_class, ARGV[6],

@@ -1,21 +1,14 @@
 """What every queue script shares: the job states and hash fields (from ``jobs``), the
 queue's fixed keys, and the Lua helpers that keep a job's structures consistent.
 
-Every queue script gets the queue's fixed keys first (``QueueKeys.fixed``: KEYS[1] ready,
-KEYS[2] sched, KEYS[3] run, KEYS[4] dead, KEYS[5] seq, KEYS[6] wake), then the keys of the
-jobs it touches: those its caller names, and for POP those PEEK found (the ready, due and
-expired ids), read first; POP leaves a job it finds that it was not given for the next call.
-
-An attempt is charged when a job starts, not when it is leased: a worker leases a few jobs
-ahead, and if it dies only the job it was running has used an attempt. POP charges the jobs
-it leases when told they start at once; a worker that leases ahead starts each job with a
-START that names it (sent without waiting for the reply).
-
-Every script reads and checks what it needs before its first write, and treats a field it
-cannot parse as a bad job (sent to the dead set with the reason), never as a script error:
-Redis does not roll back a script that fails half-way. Lists given to ZADD/ZREM go in chunks
-(Lua's ``unpack`` takes about 8,000 values at most). Times come from the server's clock
-(TIME), so workers and web processes with skewed clocks agree on what is due.
+KEYS: the fixed keys first (``QueueKeys.fixed``: ready, sched, run, dead, seq, wake), then
+those of the jobs a script touches (for POP, those PEEK found: a job it was not given is
+left for the next call). An attempt is charged when a job starts, not when it is leased
+(by POP when its jobs start at once, else by each one's START, sent without awaiting it).
+A script reads and checks before its first write, and sets a job whose field it cannot
+parse aside (dead, with the reason) rather than fail: Redis does not roll back a script
+that fails half-way. ZADD/ZREM lists go in chunks (Lua's ``unpack`` takes about 8,000
+values); times are the server's (TIME), which workers and web processes share.
 """
 
 from __future__ import annotations
@@ -48,6 +41,14 @@ local BAND = 1099511627776  -- 2^40: the ready score of priority p is (100 - p) 
 local function num(v, default)
   if v == false or v == nil then return default end
   return tonumber(v)
+end
+
+-- A job's workers (one a started run) and ``worker``; the oldest go past 4 KB (RetryLater).
+local function with_worker(ws, worker)
+  if not ws then return worker end
+  ws = ws .. ',' .. worker
+  local cut = #ws > 4096 and string.find(ws, ',', #ws - 4096, true)
+  return cut and string.sub(ws, cut + 1) or ws
 end
 
 -- ZADD score/member pairs and ZREM members, a thousand values per call.
@@ -135,8 +136,7 @@ local function head(key)
   return first[2] and tonumber(first[2])
 end
 
--- Write a new job's hash at ``key`` from its ENQUEUE values ARGV[at] (id), task, args,
--- kwargs, metadata, priority; ``due`` and ``state`` as placed.
+-- Write a new job's hash at ``key`` from its ENQUEUE values ARGV[at..at+5], due and state.
 local function write_job(key, at, state, due, now)
   local kwargs, meta, pr = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
   if kwargs == '' and meta == '' and pr == '0' then  -- the usual job
@@ -154,8 +154,7 @@ local function write_job(key, at, state, due, now)
   redis.call(unpack(hset))
 end
 
--- The follow-up run asked for while job ``key`` ran (ENQUEUE with replace on a running job):
--- its task, args, kwargs, meta, priority, due and enqueue time; nil when none was.
+-- The follow-up run asked for while job ``key`` ran (replace on a running job), or nil.
 local function next_run(key)
   local n = redis.call('HMGET', key, F.next_task, F.next_args, F.next_kwargs, F.next_meta,
                        F.next_priority, F.next_due, F.next_enqueued)
@@ -256,7 +255,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
     if old > 0 then redis.call('ZREMRANGEBYRANK', index, 0, math.min(old, 1000 + #done / 2) - 1) end
   end
   for _, s in ipairs(starting) do
-    local ws, attempt = s[3] and (s[3] .. ',' .. worker) or worker, (num(s[2], 0) or 0) + 1
+    local ws, attempt = with_worker(s[3], worker), (num(s[2], 0) or 0) + 1
     redis.call('HSET', s[1], F.attempts, attempt, F.started_lease, worker .. '#' .. attempt,
                F.started, now, F.workers, ws)
   end

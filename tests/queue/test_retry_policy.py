@@ -84,6 +84,23 @@ def test_a_retry_later_run_sends_no_task_finished(retrying: Backend) -> None:
     assert seen == ["SUCCESSFUL"]
 
 
+def test_a_job_started_thousands_of_times_keeps_its_latest_workers_only(
+    retrying: Backend,
+) -> None:
+    """A task that keeps asking to run later starts again and again: the workers of its
+    runs stay bounded (4 KB, the oldest dropped), the newest last."""
+    queue = get_queue()
+    job = queue.enqueue("tests.retry_tasks.flaky", args=["w", 0])
+    many = ",".join(f"host-{i}:{i}:w" for i in range(1000))
+    get_redis().hset(queue.keys.job(job.id), Field.WORKERS, many)
+    [popped] = queue.pop(worker="box:42:1")
+    workers = get_redis().hget(queue.keys.job(job.id), Field.WORKERS).decode()
+    assert len(workers) <= 4096
+    assert workers.split(",")[-1] == popped.worker == "box:42:1"
+    assert workers.split(",")[-2] == "host-999:999:w"
+    assert many.endswith(workers.rsplit(",", 1)[0])  # whole entries, the oldest dropped
+
+
 @pytest.mark.parametrize("delay", [-1, math.inf, math.nan, 3.2e9 + 1])
 def test_retry_later_refuses_a_delay_outside_zero_to_a_century(delay: float) -> None:
     with pytest.raises(ValueError, match="RetryLater delay"):
