@@ -83,8 +83,8 @@ class Field:
     # Its task's max_attempts, noted by the worker as it starts a job of none of its own
     # (enqueued by path), so that a lapse of its lease is judged by it (POP).
     MAX_ATTEMPTS = "ma"
-    # Enqueue-decided options (``job_options``; its ``expires`` lives in the metadata):
-    UNIQUE_UNTIL = "uu"  # epoch ms its unique_for window ends (the marker key decides)
+    # Enqueue-decided options (``job_options``; ``expires`` lives in the metadata, a
+    # ``unique_for`` window in its marker key):
     DEBOUNCED = "dbn"  # the debounce (ms) that set its due time; absent: not debounced
 
     @classmethod

@@ -85,7 +85,6 @@ for n = 1, count do
     write_job(key, i, state, due, now)
     if debounce > 0 then redis.call('HSET', key, F.debounced, debounce) end
     if unique > 0 then
-      redis.call('HSET', key, F.unique_until, now + unique)
       redis.call('DEL', marker)
       redis.call('HSET', marker, F.state, S.done, F.due, due, F.enqueued, now, F.task,
                  ARGV[i + 1], F.args, ARGV[i + 2], F.kwargs, ARGV[i + 3], F.meta, ARGV[i + 4],
