@@ -150,7 +150,9 @@ def test_a_replica_refuses_writes_as_redis_unavailable(
 
 def test_clients_follow_a_failover(via_sentinel: RedisSentinelGroup) -> None:
     """Sync and asyncio clients made before a failover reach the new master after it, by
-    themselves (the failover under load: test_sentinel_failover.py)."""
+    themselves (the failover under load: test_sentinel_failover.py). An attempt whose
+    reply was lost on the way may have taken the lock and left it to its TTL (its clean-up
+    failed too): the next attempts wait for it, up to twice the TTL."""
     Lock("before", ttl=5).acquire()
     loop = asyncio.new_event_loop()
     try:
@@ -158,10 +160,10 @@ def test_clients_follow_a_failover(via_sentinel: RedisSentinelGroup) -> None:
         old = via_sentinel.kill_master()
         new = via_sentinel.wait_promoted(old)
         lock = Lock("after", ttl=5)
-        assert _eventually(lock.acquire)
+        assert _eventually(lambda: lock.acquire(timeout=10))
         assert new.client().exists(lock.keys[0]) == 1
         async_lock = AsyncLock("after-async", ttl=5)
-        assert _eventually(lambda: loop.run_until_complete(async_lock.acquire()))
+        assert _eventually(lambda: loop.run_until_complete(async_lock.acquire(timeout=10)))
         assert new.client().exists(async_lock.keys[0]) == 1
     finally:
         loop.close()
