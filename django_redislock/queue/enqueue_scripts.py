@@ -84,6 +84,7 @@ for n = 1, count do
     redis.call('HSET', key, F.next_task, ARGV[i + 1], F.next_args, ARGV[i + 2],
                F.next_kwargs, ARGV[i + 3], F.next_meta, ARGV[i + 4], F.next_priority,
                ARGV[i + 5], F.next_due, due, F.next_enqueued, now)
+    redis.call('HDEL', key, F.next_debounced)  -- (a debounced enqueue's, replaced)
     result = 3
     enqueued = tonumber(f[3]) or now
   elseif state == S.running or (state and state ~= S.dead and not replace) then

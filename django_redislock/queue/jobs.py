@@ -79,6 +79,7 @@ class Field:
     NEXT_PRIORITY = "np"
     NEXT_DUE = "nd"  # epoch ms
     NEXT_ENQUEUED = "ne"  # epoch ms
+    NEXT_DEBOUNCED = "ndb"  # the debounce (ms) that set its due time; absent: not debounced
     CANCEL = "cx"  # a running job asked to stop: "who asked, epoch ms"
     # Its task's max_attempts, noted by the worker as it starts a job of none of its own
     # (enqueued by path), so that a lapse of its lease is judged by it (POP).

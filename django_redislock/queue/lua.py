@@ -83,8 +83,7 @@ local function add_error(key, entry)
   redis.call('HSET', key, F.errors, history)
 end
 
--- Send job ``id`` to the dead set with ``err``. With ``corrupt`` (the key is not a hash),
--- the key is first set aside there so that the dead entry can say why.
+-- Send job ``id`` to the dead set with ``err`` (``corrupt``: where its non-hash key goes).
 local function bury(key, id, now, err, corrupt)
   if corrupt then redis.call('RENAME', key, corrupt) end
   redis.call('HDEL', key, F.lease, F.worker)
@@ -157,7 +156,7 @@ end
 -- The follow-up run asked for while job ``key`` ran (replace on a running job), or nil.
 local function next_run(key)
   local n = redis.call('HMGET', key, F.next_task, F.next_args, F.next_kwargs, F.next_meta,
-                       F.next_priority, F.next_due, F.next_enqueued)
+                       F.next_priority, F.next_due, F.next_enqueued, F.next_debounced)
   if n[1] and n[2] then return n end
   return nil
 end
@@ -173,6 +172,7 @@ local function run_next(key, id, n, now)
   if n[3] and n[3] ~= '' then hset[#hset + 1] = F.kwargs; hset[#hset + 1] = n[3] end
   if n[4] and n[4] ~= '' then hset[#hset + 1] = F.meta; hset[#hset + 1] = n[4] end
   if pr ~= 0 then hset[#hset + 1] = F.priority; hset[#hset + 1] = pr end
+  if n[8] then hset[#hset + 1] = F.debounced; hset[#hset + 1] = n[8] end
   hset[#hset + 1] = F.state
   if due <= now then
     hset[#hset + 1] = S.ready

@@ -64,6 +64,8 @@ for n = 1, count do
     redis.call('HSET', key, F.next_task, ARGV[i + 1], F.next_args, ARGV[i + 2],
                F.next_kwargs, ARGV[i + 3], F.next_meta, ARGV[i + 4], F.next_priority,
                ARGV[i + 5], F.next_due, due, F.next_enqueued, now)
+    if debounce > 0 then redis.call('HSET', key, F.next_debounced, debounce)
+    else redis.call('HDEL', key, F.next_debounced) end
     reply(3, due, state, tonumber(f[3]) or now, nil)
   elseif state == S.running or (state and state ~= S.dead and not replace) then
     reply(0, tonumber(f[2]) or now, state, tonumber(f[3]) or now, f)

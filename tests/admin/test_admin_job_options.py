@@ -71,3 +71,22 @@ def test_a_debounced_job_retried_waits_for_its_retry_not_its_debounce(
     page = html(admin_client.get(url("job", "default"), {"id": "r"}))
     assert field(page, "reason") == "retry 1"
     assert "debounce 10 ms" in field(page, "enqueue-options")
+
+
+@pytest.mark.parametrize(
+    ("again", "reason"), [({"debounce": 30}, "debounced"), ({}, "its first run")]
+)
+def test_a_follow_up_run_says_whether_a_debounce_set_its_time(
+    queue: Queue, admin_client: Client, again: dict[str, Any], reason: str
+) -> None:
+    """Enqueued while its id runs, the follow-up run becomes the job when that run ends: a
+    debounce that set its due time is shown as its reason; a plain replace after it, not."""
+    queue.enqueue(TASK, args=[1], job_id="f")
+    [running] = queue.pop()
+    queue.enqueue(TASK, args=[2], job_id="f", debounce=30)
+    if not again:
+        queue.enqueue(TASK, args=[3], job_id="f", replace=True)
+    assert queue.ack(running)
+    page = html(admin_client.get(url("job", "default"), {"id": "f"}))
+    assert field(page, "reason") == reason
+    assert ("debounce 30 s" in field(page, "enqueue-options")) == bool(again)
