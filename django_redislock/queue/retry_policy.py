@@ -67,11 +67,24 @@ def job_option(job: Job, name: str) -> Any:
             return read_option(name, meta[name])
         except (TypeError, ValueError) as exc:
             raise InvalidTask(f"The job's option {name} (its metadata) is corrupt: {exc}") from exc
-    return getattr(registered_task(job.task), name, None)
+    return declared(job.task, name)
 
 
-# task path -> its task's max_attempts (None: it sets none, or the path names no task)
-_task_max_attempts: dict[str, int | None] = {}
+# task path -> its task, once found (a path naming no task is looked up each time): the
+# worker reads a declared option on every job it runs.
+_declared: dict[str, Any] = {}
+
+
+def declared(path: str, name: str) -> Any:
+    """Option ``name`` as the task at ``path`` declares it (None: unset, or no such task)."""
+    task = _declared.get(path)
+    if task is None:
+        task = registered_task(path)
+        if task is not None:
+            if len(_declared) >= 10_000:  # paths of many tasks must not grow it forever
+                _declared.clear()
+            _declared[path] = task
+    return getattr(task, name, None)
 
 
 def lapse_max_attempts(queue: Settings, job: Job) -> int | None:
@@ -80,12 +93,7 @@ def lapse_max_attempts(queue: Settings, job: Job) -> int | None:
     its own and the task's differs from the queue's; else None."""
     if "max_attempts" in job.meta:
         return None
-    path = job.task
-    if path not in _task_max_attempts:
-        if len(_task_max_attempts) >= 10_000:  # paths of junk jobs must not grow it forever
-            _task_max_attempts.clear()
-        _task_max_attempts[path] = getattr(registered_task(path), "max_attempts", None)
-    found = _task_max_attempts[path]
+    found = declared(job.task, "max_attempts")
     return found if found is not None and found != queue.max_attempts else None
 
 

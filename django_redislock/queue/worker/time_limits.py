@@ -24,11 +24,11 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...exceptions import JobCancelled, JobTimeLimitExceeded
 from ..jobs import Job
-from ..retry_policy import registered_task
+from ..retry_policy import declared
 from ..time_limits import META_KEY, job_time_limit
 from .background import Background
 from .watch import Watch
@@ -43,9 +43,6 @@ logger = logging.getLogger("django_redislock.queue.limits")  # the name users' L
 IDLE = 1.0  # longest sleep of the watcher with nothing to watch (it is woken on a new job)
 
 
-_LOOK_UP = object()  # a task path whose declared time limit is not known yet
-
-
 class TimeLimits:
     """The limits of the jobs a worker runs, watched by one thread. ``defaults``: each
     queue's ``TIME_LIMIT``; ``graces``: each queue's ``TIME_LIMIT_GRACE``; ``overdue(queue,
@@ -58,9 +55,6 @@ class TimeLimits:
         graces: Mapping[str, float] | None = None,
     ) -> None:
         self.defaults, self.overdue = dict(defaults), overdue
-        # Each task path's own time limit (None: none), as its registered task declares it:
-        # looked up once per path (a path naming no task is looked up each time).
-        self.declared: dict[str, float | None] = {}
         self.graces = dict(graces or {})
         self.watches: dict[int, Watch] = {}
         self.wakes_at = 0.0  # when the watcher wakes next (monotonic)
@@ -84,13 +78,8 @@ class TimeLimits:
         way ``cancel`` reaches it."""
         default = self.defaults.get(queue.name)
         if META_KEY not in job.meta:  # none of its own: its task's, else its queue's
-            declared: Any = self.declared.get(job.task, _LOOK_UP)
-            if declared is _LOOK_UP:
-                found = registered_task(job.task)
-                declared = getattr(found, "time_limit", None)
-                if found is not None and len(self.declared) < 1000:
-                    self.declared[job.task] = declared
-            default = default if declared is None else declared
+            own = declared(job.task, "time_limit")
+            default = default if own is None else own
         seconds = job_time_limit(job, default)
         grace = self.graces.get(queue.name, DEFAULT_GRACE)
         return Watch(self, queue, job, math.inf if seconds is None else seconds, grace)
