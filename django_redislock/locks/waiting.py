@@ -56,6 +56,28 @@ def addressed_to(mine: bytes) -> Callable[[Any], bool]:
     )
 
 
+class Circling:
+    """Whether a waiter keeps popping back a wake-up it passed on, and how long it then
+    stays off the list. Blocked alone on the list while the addressee is not blocked yet
+    (between its ``ACQUIRE`` and its ``BLPOP``, or a thread slowed by a busy machine), a
+    waiter pops its own pass-on again at once, and would spend the wake-up's hops in a few
+    milliseconds: the addressee would find its hand-off only at its fallback re-check. So
+    from the second time in a row it steps aside, 1 ms doubling up to ``MAX_STEP``. A
+    wake-up taken by anyone else in between resets it."""
+
+    MAX_STEP = 0.05
+
+    def __init__(self) -> None:
+        self.addressee, self.returns = "", 0
+
+    def step_aside(self, passing: str) -> float:
+        """Seconds to keep off the list after passing on ``passing`` (empty: passed nothing)."""
+        addressee = passing.rpartition("|")[0]  # "<token><fence>" or "<permit>", no hops
+        self.returns = self.returns + 1 if addressee and addressee == self.addressee else 0
+        self.addressee = addressee
+        return min(0.001 * 2 ** (self.returns - 1), self.MAX_STEP) if self.returns else 0.0
+
+
 class SyncWaiting(LockBase):
     """The blocking wait of ``Lock`` and ``Semaphore``, and their clients."""
 
@@ -108,6 +130,7 @@ class SyncWaiting(LockBase):
         wake, mine = self._wake_key(token), token.encode()
         accepts = addressed_to(mine)
         scale = 1.0  # what the first ACQUIRE registered for
+        circling = Circling()
         while True:
             passing = ""
             block = self._block_for(deadline, pttl, scale)
@@ -127,6 +150,9 @@ class SyncWaiting(LockBase):
             if type(reply) is int:
                 return reply
             pttl = reply[0]
+            pause = circling.step_aside(passing)
+            if pause:  # it came straight back: let its addressee block first
+                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
 
     def _leave(self, client: Any, token: str, passing: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""
@@ -197,6 +223,7 @@ class AsyncWaiting(LockBase, AsyncContext):
         wake, mine = self._wake_key(token), token.encode()
         accepts = addressed_to(mine)
         scale = 1.0  # what the first ACQUIRE registered for
+        circling = Circling()
         while True:
             passing = ""
             block = self._block_for(deadline, pttl, scale)
@@ -223,6 +250,9 @@ class AsyncWaiting(LockBase, AsyncContext):
             if type(reply) is int:
                 return reply
             pttl = reply[0]
+            pause = circling.step_aside(passing)
+            if pause:  # it came straight back: let its addressee block first
+                await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
 
     async def _leave(self, client: Any, token: str, passing: str) -> None:
         """Leave the queue; a hand-off that reached us too late goes on to the next waiter."""

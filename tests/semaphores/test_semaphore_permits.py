@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from django_redislock.locks.waiting import Circling
+from django_redislock.redis import wakeups
 from django_redislock.semaphores.async_semaphore import AsyncSemaphore
 from django_redislock.semaphores.semaphore import Semaphore
 from tests.semaphores.test_semaphore import queued
@@ -129,6 +131,35 @@ def test_plain_mode_hands_free_permits_to_a_later_waiter_that_fits(no_fallback):
     for waiter in (big, small):
         waiter.leave.set()
         waiter.join(10)
+
+
+def test_a_hand_off_waits_for_an_addressee_that_blocks_late(real_backend, settings, monkeypatch):
+    """The later waiter is queued, but its thread is slow to block (a busy machine): the
+    waiter blocked on the list before it pops its wake-up, and passes it on. It must step
+    aside rather than pop its own pass-on again at once until the hops run out, which left
+    the addressee to its fallback re-check (a minute here)."""
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 60}
+    register = wakeups.Listener.register
+
+    def slow_register(listener: Any, key: str, waiter: Any) -> Any:
+        time.sleep(0.05)
+        return register(listener, key, waiter)
+
+    monkeypatch.setattr(wakeups.Listener, "register", slow_register)
+    test_plain_mode_hands_free_permits_to_a_later_waiter_that_fits(real_backend)
+
+
+def test_a_waiter_steps_aside_longer_each_time_a_wake_up_comes_straight_back():
+    circling = Circling()
+    assert circling.step_aside("tok|7|0") == 0  # passed on for the first time
+    assert circling.step_aside("tok|7|1") == pytest.approx(0.001)  # back at once
+    assert circling.step_aside("tok|7|2") == pytest.approx(0.002)
+    assert circling.step_aside("other|3|0") == 0  # someone else's: a new count
+    assert circling.step_aside("") == 0  # passed nothing on
+    assert circling.step_aside("other|3|1") == 0
+    for hops in range(2, 16):
+        pause = circling.step_aside(f"other|3|{hops}")
+    assert pause == Circling.MAX_STEP
 
 
 def test_extend_and_ttl_cover_every_permit_of_a_holder(backend):
