@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from .lua import script
 
-# KEYS: the fixed keys, KEYS[7] the job's key, KEYS[8] its corrupt key, KEYS[9] its
+# KEYS: the fixed keys, KEYS[9] the job's key, KEYS[10] its corrupt key, KEYS[11] its
 # unique_for marker.  ARGV[1] id  ARGV[2] due (epoch ms) it must still have, or ""
-# ARGV[3] the state letters it may be in (cancel: ready, scheduled, running; delete: ready,
-# scheduled, dead)  ARGV[4] who cancels
+# ARGV[3] the state letters it may be in (cancel: ready, scheduled, parked, running; delete:
+# ready, scheduled, parked, dead)  ARGV[4] who cancels
 # Deletes the job, and with it its unique_for window: 1; or, running (and ARGV[4] given),
 # marks it asked to stop: 2 (its worker stops it; it is then dead as cancelled, never run
 # again); 0 when missing, in another state or since rescheduled. A dead id whose key is not
@@ -17,7 +17,7 @@ from .lua import script
 CANCEL = script(
     "cancel",
     """
-local id, key, corrupt, marker = ARGV[1], KEYS[7], KEYS[8], KEYS[9]
+local id, key, corrupt, marker = ARGV[1], KEYS[9], KEYS[10], KEYS[11]
 local ok, f = pcall(redis.call, 'HMGET', key, F.state, F.due)
 if not ok or not f[1] then
   -- No hash (a key of another type, or none): only an entry of the dead set can be deleted.
@@ -35,21 +35,23 @@ if f[1] == S.running and ARGV[4] ~= '' and string.find(ARGV[3], S.running, 1, tr
   redis.call('HDEL', key, F.next_task, F.next_args)  -- nor its follow-up, if one was asked
   return 2
 end
-if not SETS[f[1]] or not string.find(ARGV[3], f[1], 1, true) then return 0 end
+if not (SETS[f[1]] or f[1] == S.parked) or not string.find(ARGV[3], f[1], 1, true) then
+  return 0
+end
 if ARGV[2] ~= '' and f[2] ~= ARGV[2] then return 0 end
-redis.call('ZREM', SETS[f[1]], id)
+unlist(key, id, f[1])
 redis.call('DEL', key, corrupt, marker)
 return 1
 """,
 )
 
-# KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id
+# KEYS: the fixed keys, KEYS[9] the job's key.  ARGV[1] id
 # Makes a scheduled or dead job ready now (a dead one with its attempts and failures reset).
 # 1, or 0 when it is missing, already ready or running.
 REQUEUE = script(
     "requeue",
     """
-local id, key = ARGV[1], KEYS[7]
+local id, key = ARGV[1], KEYS[9]
 local ok, state = pcall(redis.call, 'HGET', key, F.state)
 if not ok then return 0 end
 if state == S.scheduled then
@@ -68,7 +70,7 @@ return 1
 """,
 )
 
-# KEYS: the fixed keys, KEYS[7] a state's sorted set, then per id its job key, its corrupt
+# KEYS: the fixed keys, KEYS[9] a state's sorted set, then per id its job key, its corrupt
 # key and its unique_for marker.  ARGV: ids read from that set (at most 1000)
 # Deletes the jobs still in the set (their unique_for windows with them); returns how many.
 PURGE = script(
@@ -77,8 +79,8 @@ PURGE = script(
 if #ARGV > 1000 then return redis.error_reply('PURGE takes at most 1000 jobs') end
 local removed = 0
 for n, id in ipairs(ARGV) do
-  if redis.call('ZREM', KEYS[7], id) == 1 then
-    redis.call('DEL', KEYS[5 + 3 * n], KEYS[6 + 3 * n], KEYS[7 + 3 * n])
+  if redis.call('ZREM', KEYS[9], id) == 1 then
+    redis.call('DEL', KEYS[7 + 3 * n], KEYS[8 + 3 * n], KEYS[9 + 3 * n])
     removed = removed + 1
   end
 end
@@ -104,7 +106,7 @@ return reply
 """,
 )
 
-# KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id  ARGV[2] the lease token the
+# KEYS: the fixed keys, KEYS[9] the job's key.  ARGV[1] id  ARGV[2] the lease token the
 # caller saw  ARGV[3] "1": only if the lease ran out; "0": only if its worker is gone: the
 # caller found no registry entry for it (a key this script cannot be given on Cluster), and
 # here its lease has not been renewed for ARGV[7] ms (a live worker renews it more often),
@@ -119,10 +121,11 @@ return reply
 REQUEUE_RUNNING = script(
     "requeue_running",
     """
-local id, key = ARGV[1], KEYS[7]
+local id, key = ARGV[1], KEYS[9]
 local expiry = redis.call('ZSCORE', RUN, id)
 if not expiry then return 0 end
-local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel, F.failures)
+local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel, F.failures,
+                    F.permit)
 if not ok or not f[1] or f[1] ~= ARGV[2] then return 0 end
 local now = now_ms()
 if ARGV[3] == '1' and tonumber(expiry) > now then return 0 end
@@ -130,6 +133,7 @@ if ARGV[3] ~= '1' and tonumber(expiry) - tonumber(ARGV[6]) > now - tonumber(ARGV
   return 0  -- renewed lately: its worker is alive, whatever the registry said
 end
 redis.call('ZREM', RUN, id)
+free_permit(key, id, f[5])
 if f[3] then
   bury_cancelled(key, id, now, f[3], '; requeued from the admin before its worker stopped it')
   return 1
@@ -163,13 +167,13 @@ RETRY_DEAD = script(
 if #ARGV > 1000 then return redis.error_reply('RETRY_DEAD takes at most 1000 jobs') end
 local back = {}
 for n, id in ipairs(ARGV) do
-  local ok, state = pcall(redis.call, 'HGET', KEYS[6 + n], F.state)
+  local ok, state = pcall(redis.call, 'HGET', KEYS[8 + n], F.state)
   if ok and state == S.dead and redis.call('ZSCORE', DEAD, id) then back[#back + 1] = n end
 end
 if #back == 0 then return 0 end
 local now = now_ms()
 for _, n in ipairs(back) do
-  local key, id = KEYS[6 + n], ARGV[n]
+  local key, id = KEYS[8 + n], ARGV[n]
   redis.call('ZREM', DEAD, id)
   redis.call('HSET', key, F.attempts, 0, F.due, now)
   redis.call('HDEL', key, F.workers, F.finished, F.failures, F.reason)

@@ -57,7 +57,7 @@ if count > 1000 or n_finish > 1000 or n_start > 1000 then
   return redis.error_reply('POP takes at most 1000 jobs of each kind')
 end
 -- given: each candidate's id, and the index of its key in KEYS (its corrupt key follows)
-local given, first_key, first_id = {}, 7 + 2 * n_finish + n_start, 10 + 3 * n_finish + 2 * n_start
+local given, first_key, first_id = {}, 9 + 2 * n_finish + n_start, 10 + 3 * n_finish + 2 * n_start
 for j = 0, tonumber(ARGV[1]) - 1 do given[ARGV[first_id + j]] = first_key + 2 * j end
 local more = false  -- a job found that is not a candidate: the next call is due at once
 local function mine(ids)
@@ -82,7 +82,8 @@ if run_at and run_at <= now then
     redis.call('ZREM', RUN, id)
     local key = KEYS[given[id]]
     local ok, f = pcall(redis.call, 'HMGET', key, F.attempts, F.lease, F.started_lease, F.task,
-                        F.cancel, F.failures, F.meta, F.max_attempts)
+                        F.cancel, F.failures, F.meta, F.max_attempts, F.permit)
+    if ok then free_permit(key, id, f[9]) end
     -- the job's own max_attempts beats its task's (noted at its start), which beats the queue's
     local max, corrupt = ok and f[8] and tonumber(f[8]), nil
     if max == nil and ok and f[8] or max and (max < 1 or max ~= math.floor(max) or max == math.huge)
@@ -144,6 +145,7 @@ if count > 0 then
   -- Read and check the candidates first; then lease the good ones and bury the bad ones.
   local head_ids, ids, leased, bad, expired = redis.call('ZRANGE', READY, 0, count - 1), {}, {},
                                               {}, {}
+  local out, taken_back, parking, holding = {}, {}, {}, {}  -- (concurrency keys' permits)
   for _, id in ipairs(head_ids) do
     if not given[id] then  -- came since PEEK: it waits for the next call (in order)
       more = true
@@ -177,15 +179,40 @@ if count > 0 then
     if x == nil then
       err = 'The job\\'s expiry (metadata "expires") is not a number of seconds > 0.'
     end
+    local lim = not err and limit_of(f[4])
+    if lim == nil then
+      err = 'The job\\'s concurrency key or limit (metadata "concurrency") is malformed.'
+    end
     if err then
       bad[#bad + 1] = {key, id, err, not ok and KEYS[given[id] + 1]}
     elseif x and now > num(f[6], 0) + x then  -- not started in time: never started
       expired[#expired + 1] = {key, id}
+    elseif lim then  -- a permit of its key, or parked until one frees
+      local k = lim[1]
+      if not out[k] then
+        local n, stale = permits_out(k, lim[2])
+        out[k] = n
+        for _, m in ipairs(stale) do taken_back[#taken_back + 1] = m end
+      end
+      if out[k] >= lim[2] then
+        parking[#parking + 1] = {key, id, k, tonumber(redis.call('ZSCORE', READY, id))}
+      else
+        out[k] = out[k] + 1
+        leased[#leased + 1] = {key, id, f, k}
+      end
     else
       leased[#leased + 1] = {key, id, f}
     end
   end
   zrem_all(READY, ids)
+  if next(out) then limit_sets_checked(reply[2]) end
+  if #taken_back > 0 then
+    zrem_all(HELD, taken_back)
+    for _, m in ipairs(taken_back) do
+      reply[2][#reply[2] + 1] = '{permit}' .. string.gsub(m, '%z', ' ', 1)
+    end
+  end
+  for _, p in ipairs(parking) do park(p[1], p[2], p[3], p[4]) end
   for _, b in ipairs(bad) do bury(b[1], b[2], now, b[3], b[4]) end
   for _, e in ipairs(expired) do bury_expired(e[1], e[2], now) end
   local expiries = {}
@@ -200,6 +227,11 @@ if count > 0 then
     else
       redis.call('HSET', key, F.state, S.running, F.lease, token, F.worker, worker)
     end
+    if job[4] then
+      redis.call('HSET', key, F.permit, job[4])
+      holding[#holding + 1] = 0
+      holding[#holding + 1] = job[4] .. '\\0' .. id
+    end
     expiries[#expiries + 1] = now + lease
     expiries[#expiries + 1] = id
     for _, v in ipairs({id, f[1], f[2], f[3] or '', f[4] or '', attempt, f[5] or '0',
@@ -207,6 +239,7 @@ if count > 0 then
       reply[#reply + 1] = v
     end
   end
+  if #holding > 0 then zadd_all(HELD, holding) end
   if #expiries > 0 then
     zadd_all(RUN, expiries)
     if not run_at or now + lease < run_at then run_at = now + lease end

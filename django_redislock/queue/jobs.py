@@ -17,6 +17,7 @@ class JobState(str, Enum):
     READY = "ready", "r"
     SCHEDULED = "scheduled", "s"
     RUNNING = "running", "x"
+    PARKED = "parked", "p"  # held back by its concurrency key's limit (``limit_lua``)
     DEAD = "dead", "d"
     DONE = "done", "k"  # finished, kept for RESULT_TTL with its return value
     UNKNOWN = "unknown", ""  # what Redis holds is not a job's hash
@@ -87,6 +88,10 @@ class Field:
     # Enqueue-decided options (``job_options``; ``expires`` lives in the metadata, a
     # ``unique_for`` window in its marker key):
     DEBOUNCED = "dbn"  # the debounce (ms) that set its due time; absent: not debounced
+    # Keyed concurrency (``limit_lua``): the key whose permit a leased job holds; a parked
+    # job's member of the parked set.
+    PERMIT = "ck"
+    PARKED = "pk"
 
     @classmethod
     def names(cls) -> dict[str, str]:

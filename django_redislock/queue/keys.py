@@ -16,6 +16,10 @@ Cluster (``base`` = ``<prefix>:{Q:<queue>}:``):
                                  trim what is older than RESULT_TTL, a bounded batch a call
     base seq             string  arrival counter (FIFO within a priority)
     base wake            list    wake-up tokens: a worker blocks on it (BLPOP) when idle
+    base held            zset    the permits of running jobs with a concurrency key, all
+                                 scored 0: "<key>\\x00<id>" (so a key's count is a ZLEXCOUNT)
+    base parked          zset    the jobs held back by their key's limit, all scored 0:
+                                 "<key>\\x00<ready score, 16 digits><id>" (a key's oldest first)
     base tick:<name>     string  the last tick (epoch ms) enqueued for a SCHEDULE entry
     base u:<id>          hash    a unique_for window: the creating enqueue's task, args,
                                  kwargs, meta, priority, due and enqueue time (job fields);
@@ -37,7 +41,7 @@ _SETS: dict[str, str] = {
 
 class QueueKeys:
     """The keys of queue ``name`` under ``prefix``. ``fixed`` are the keys every queue
-    script is given first, in this order: ready, sched, run, dead, seq, wake."""
+    script is given first, in this order: ready, sched, run, dead, seq, wake, held, parked."""
 
     def __init__(self, prefix: str, name: str) -> None:
         self.base = f"{prefix}:{{Q:{name}}}:"
@@ -49,7 +53,18 @@ class QueueKeys:
         self.wake = self.base + "wake"
         self.done = self.base + "done"
         self.expired = self.base + "expired"
-        self.fixed = (self.ready, self.sched, self.run, self.dead, self.seq, self.wake)
+        self.held = self.base + "held"
+        self.parked = self.base + "parked"
+        self.fixed = (
+            self.ready,
+            self.sched,
+            self.run,
+            self.dead,
+            self.seq,
+            self.wake,
+            self.held,
+            self.parked,
+        )
         self.job_prefix = self.base + "j:"
         self.result_prefix = self.base + "result:"
 

@@ -18,9 +18,9 @@ local n = #ARGV / 2
 if n > 1000 then return redis.error_reply('RELEASE takes at most 1000 jobs') end
 local back = {}
 for j = 1, n do
-  local key = KEYS[6 + j]
+  local key = KEYS[8 + j]
   local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.priority, F.attempts, F.workers,
-                      F.started_lease)
+                      F.started_lease, F.permit)
   if ok and f[1] == ARGV[2 * j] then back[#back + 1] = {j, key, f} end
 end
 local now = false
@@ -29,6 +29,7 @@ for _, b in ipairs(back) do
   local id, follow = ARGV[2 * j - 1], next_run(key)
   local asked = redis.call('HGET', key, F.cancel)
   redis.call('ZREM', RUN, id)
+  free_permit(key, id, f[6])
   if asked then  -- cancelled before it started
     now = now or now_ms()
     bury_cancelled(key, id, now, asked)
@@ -53,7 +54,7 @@ return #back
 """,
 )
 
-# KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] id  ARGV[2] lease token  ARGV[3]
+# KEYS: the fixed keys, KEYS[9] the job's key.  ARGV[1] id  ARGV[2] lease token  ARGV[3]
 # delay ms (-1: to the dead set)  ARGV[4] error  ARGV[5] traceback  ARGV[6] exception class
 # path  ARGV[7] the error as a JSON object for the history ("" for none)  ARGV[8] worker id
 # ARGV[9] "1": the attempt failed (counted in the failures field), "0": it asked to run
@@ -64,15 +65,16 @@ return #back
 SETTLE = script(
     "settle",
     """
-local id, key, delay, worker = ARGV[1], KEYS[7], tonumber(ARGV[3]), ARGV[8]
+local id, key, delay, worker = ARGV[1], KEYS[9], tonumber(ARGV[3]), ARGV[8]
 local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
-                    F.failures)
+                    F.failures, F.permit)
 if not ok or f[1] ~= ARGV[2] then return 0 end
 local failed = ARGV[9] == '1'
 local failures = (num(f[5], 0) or 0) + (failed and 1 or 0)
 local now, follow = now_ms(), next_run(key)
 local asked = redis.call('HGET', key, F.cancel)
 redis.call('ZREM', RUN, id)
+free_permit(key, id, f[6])
 if asked then  -- it was asked to stop: whatever its worker says, never run again
   bury_cancelled(key, id, now, asked)
   return 1
@@ -108,15 +110,15 @@ return 1
 """,
 )
 
-# KEYS: the fixed keys, KEYS[7] the job's key.  ARGV[1] lease token  ARGV[2] max_attempts
+# KEYS: the fixed keys, KEYS[9] the job's key.  ARGV[1] lease token  ARGV[2] max_attempts
 # Notes the job's max_attempts as its task has it, while the caller holds its lease: a
 # lapse of that lease is then judged by it (POP). 1, or 0 if the lease was lost.
 NOTE_MAX_ATTEMPTS = script(
     "note_max_attempts",
     """
-local ok, lease = pcall(redis.call, 'HGET', KEYS[7], F.lease)
+local ok, lease = pcall(redis.call, 'HGET', KEYS[9], F.lease)
 if not ok or lease ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[7], F.max_attempts, ARGV[2])
+redis.call('HSET', KEYS[9], F.max_attempts, ARGV[2])
 return 1
 """,
 )
@@ -131,7 +133,7 @@ local lease = tonumber(ARGV[1])
 local now, lost, asked = now_ms(), {}, {}
 for j = 1, (#ARGV - 1) / 2 do
   local id = ARGV[2 * j]
-  local ok, f = pcall(redis.call, 'HMGET', KEYS[6 + j], F.lease, F.cancel)
+  local ok, f = pcall(redis.call, 'HMGET', KEYS[8 + j], F.lease, F.cancel)
   if ok and f[1] == ARGV[2 * j + 1] then
     redis.call('ZADD', RUN, 'XX', now + lease, id)
     if f[2] then asked[#asked + 1] = id end

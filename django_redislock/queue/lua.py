@@ -1,9 +1,9 @@
 """What every queue script shares: the job states and hash fields (from ``jobs``), the
 queue's fixed keys, and the Lua helpers that keep a job's structures consistent.
 
-KEYS: the fixed keys first (``QueueKeys.fixed``: ready, sched, run, dead, seq, wake), then
-those of the jobs a script touches (for POP, those PEEK found: a job it was not given is
-left for the next call). An attempt is charged when a job starts, not when it is leased
+KEYS: the fixed keys first (``QueueKeys.fixed``: ready, sched, run, dead, seq, wake, held,
+parked), then those of the jobs a script touches (for POP, those PEEK found: a job it was
+not given is left for the next call). An attempt is charged when a job starts, not when it is leased
 (by POP when its jobs start at once, else by each one's START, sent without awaiting it).
 A script reads and checks before its first write, and sets a job whose field it cannot
 parse aside (dead, with the reason) rather than fail: Redis does not roll back a script
@@ -17,16 +17,18 @@ import re
 
 from ..redis.scripts import LuaScript, lua_script
 from .jobs import Field, JobState
+from .limit_lua import LIMITS
 
 # The most jobs one script call takes or returns; callers split larger batches.
 MAX_BATCH = 1000
-FIXED_KEYS = 6
+FIXED_KEYS = 8
 
 
 # The helpers a script may use, each definition after those it uses. A script gets only the
 # ones it names (and theirs); ``S.<state>`` and ``F.<field>`` become string literals.
 PRELUDE = """
 local READY, SCHED, RUN, DEAD, SEQ, WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local HELD, PARKED = KEYS[7], KEYS[8]
 
 local SETS = {[S.ready] = READY, [S.scheduled] = SCHED, [S.dead] = DEAD}
 
@@ -188,7 +190,7 @@ end
 
 -- Finish the ``n_finish`` leased jobs described from ARGV[at] (id, lease token, return value
 -- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms and indexed
--- in the done set, the last key; their job and result keys from KEYS[7]), then charge the
+-- in the done set, the last key; their job and result keys from KEYS[9]), then charge the
 -- attempt of the ``n_start`` jobs described after them (id, lease token; their job keys
 -- after those) that start now; one of them found expired since it was leased ahead is
 -- buried "expired" instead, uncharged (the expired counter is the key before the done set).
@@ -197,22 +199,22 @@ end
 local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   local lost, finished, finishing, starting, done, expired = {}, {}, {}, {}, {}, {}
   for n = 0, n_finish - 1 do
-    local i, k = at + 3 * n, 7 + 2 * n
-    local ok, l = pcall(redis.call, 'HGET', KEYS[k], F.lease)
-    if ok and l == ARGV[i + 1] then
-      finishing[#finishing + 1] = {i, k}
+    local i, k = at + 3 * n, 9 + 2 * n
+    local ok, l = pcall(redis.call, 'HMGET', KEYS[k], F.lease, F.permit)
+    if ok and l[1] == ARGV[i + 1] then
+      finishing[#finishing + 1] = {i, k, l[2]}
     else
       lost[#lost + 1] = ARGV[i]
     end
   end
   for n = 0, n_start - 1 do
-    local i, key = at + 3 * n_finish + 2 * n, KEYS[7 + 2 * n_finish + n]
+    local i, key = at + 3 * n_finish + 2 * n, KEYS[9 + 2 * n_finish + n]
     local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
-                        F.due, F.meta)
+                        F.due, F.meta, F.permit)
     if ok and f[1] == ARGV[i + 1] then
       local x = f[2] ~= f[1] and expires_ms(f[6])
       if x and now > (num(f[5], 0) or 0) + x then  -- leased ahead, expired since: never started
-        expired[#expired + 1] = {key, ARGV[i]}
+        expired[#expired + 1] = {key, ARGV[i], f[7]}
         lost[#lost + 1] = '{expired}' .. ARGV[i]
       elseif f[2] ~= f[1] then
         starting[#starting + 1] = {key, f[3], f[4]}
@@ -225,6 +227,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
     local i, key, result = job[1], KEYS[job[2]], KEYS[job[2] + 1]
     local follow = next_run(key)
     finished[#finished + 1] = ARGV[i]
+    free_permit(key, ARGV[i], job[3])
     if ARGV[i + 2] == '' then
       redis.call('DEL', key)
     else
@@ -242,6 +245,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
     if follow then run_next(key, ARGV[i], follow, now) end
   end
   for _, e in ipairs(expired) do
+    free_permit(e[1], e[2], e[3])
     bury_expired(e[1], e[2], now)
     finished[#finished + 1] = e[2]
   end
@@ -282,11 +286,12 @@ def _inlined(lua: str) -> str:
     return _NAMED.sub(literal, lua)
 
 
-# (the names a piece defines, the piece), in the prelude's order
-_PIECES = [
-    (set(", ".join(_DEFINED.findall(piece)).split(", ")), _inlined(piece))
-    for piece in PRELUDE.strip().split("\n\n")
-]
+# (the names a piece defines, the piece), in the prelude's order: the concurrency limits'
+# pieces (``limit_lua``) after ``wake``, which they use, before the ends of a run, which use them
+_TEXTS = PRELUDE.strip().split("\n\n")
+_AFTER_WAKE = next(i for i, text in enumerate(_TEXTS) if "local function wake(" in text) + 1
+_TEXTS[_AFTER_WAKE:_AFTER_WAKE] = LIMITS.strip().split("\n\n")
+_PIECES = [(set(", ".join(_DEFINED.findall(text)).split(", ")), _inlined(text)) for text in _TEXTS]
 
 
 def script(name: str, body: str) -> LuaScript:

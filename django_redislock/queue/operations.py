@@ -18,7 +18,7 @@ from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .retry_policy import policy
 
-CANCELLABLE = JobState.READY.letter + JobState.SCHEDULED.letter
+CANCELLABLE = JobState.READY.letter + JobState.SCHEDULED.letter + JobState.PARKED.letter
 DELETABLE = CANCELLABLE + JobState.DEAD.letter
 
 

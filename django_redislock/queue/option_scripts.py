@@ -41,7 +41,7 @@ local function reply(outcome, due, state, enqueued, v)
   for j = 4, 8 do results[#results + 1] = v and (v[j] or (j == 8 and '0' or '')) or '' end
 end
 for n = 1, count do
-  local i, k = 1 + (n - 1) * 10, 7 + (n - 1) * 4
+  local i, k = 1 + (n - 1) * 10, 9 + (n - 1) * 4
   local id, key, marker = ARGV[i], KEYS[k], KEYS[k + 2]
   local replace, unique, debounce = ARGV[i + 7] == '1', tonumber(ARGV[i + 8]), tonumber(ARGV[i + 9])
   local due = tonumber(ARGV[i + 6])
@@ -53,7 +53,10 @@ for n = 1, count do
     f = {false}
   end
   local state = f[1]
-  if state and not SETS[state] and state ~= S.running and state ~= S.done then state = S.dead end
+  if state and not SETS[state] and state ~= S.running and state ~= S.done and state ~= S.parked
+  then
+    state = S.dead
+  end
   local held = unique > 0 and values(marker)
   if held and state then
     reply(0, tonumber(f[2]) or now, state, tonumber(f[3]) or now, f)
@@ -72,7 +75,7 @@ for n = 1, count do
   else
     local outcome = (state and state ~= S.dead) and 2 or 1
     if state then
-      if SETS[state] then redis.call('ZREM', SETS[state], id) end
+      unlist(key, id, state)
       redis.call('DEL', key)
     end
     if due <= now then

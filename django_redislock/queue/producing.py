@@ -16,6 +16,7 @@ from .arguments import JOB_ARGUMENTS, Made, checked_job_id, job_values, new_id, 
 from .eager import run_eagerly
 from .enqueue_scripts import ADD, ENQUEUE
 from .enqueued import Enqueued
+from .job_keys import with_concurrency
 from .job_options import with_expires
 from .jobs import Job, JobState, enqueued_job
 from .keys import QueueKeys
@@ -83,6 +84,8 @@ class Producing(OptedEnqueue):
         unique_for: float | None = None,
         unique_by_args: bool = False,
         debounce: float | None = None,
+        concurrency_key: str | None = None,
+        concurrency_limit: int | None = None,
     ) -> Job:
         """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
         Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
@@ -103,8 +106,14 @@ class Producing(OptedEnqueue):
         id, an enqueue of it returns the existing job unchanged, whatever its state.
         ``unique_by_args``: the id is derived from the task and its arguments
         (``job_options.unique_job_id``). ``debounce`` (s): each enqueue of the id sets its
-        due time to that from now and keeps the last values (see ``job_options``)."""
+        due time to that from now and keeps the last values (see ``job_options``).
+
+        ``concurrency_key``: a template filled from ``args``/``kwargs`` ("export:{user_id}",
+        "{0}"); at most ``concurrency_limit`` (default 1) jobs of the key it renders run at
+        once, across every worker; the others wait in Redis, parked (see ``job_keys``)."""
         own = (max_attempts, retry_backoff, retry_backoff_max, retry_on)
+        if concurrency_key is not None or concurrency_limit is not None:
+            meta = with_concurrency(meta, concurrency_key, concurrency_limit, args, kwargs, task)
         if unique_for is not None or debounce is not None or unique_by_args is not False:
             spec = {
                 "task": task,

@@ -9,6 +9,7 @@ import threading
 from datetime import datetime
 from typing import Any
 
+from ..queue.job_keys import check_template
 from ..queue.options import TASK_OPTIONS, checked_option
 from .results import Task, framework
 
@@ -46,6 +47,8 @@ class RedisTask(Task):  # type: ignore[misc]
             checked = checked_option(name, getattr(self, name))
             if name == "retry_on" and checked is not None:
                 object.__setattr__(self, name, checked)
+        if self.concurrency_key is not None:  # (a limit alone limits nothing)
+            check_template(self.concurrency_key, self.func)
         Task.__post_init__(self)  # (zero-argument super() fails in a slots dataclass)
 
     def using(

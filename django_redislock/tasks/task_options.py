@@ -40,7 +40,10 @@ def enqueue_decided(task: Any) -> dict[str, Any]:
     ``unique_by_args`` when true; empty for the usual task. A task's caller
     names no job id, so ``unique_for`` and ``debounce`` key its jobs by their arguments,
     as ``unique_by_args`` does."""
-    given = {name: getattr(task, name, None) for name in ENQUEUE_OPTIONS if name != "expires"}
+    names = [name for name in ENQUEUE_OPTIONS if name != "expires"]
+    if getattr(task, "concurrency_key", None) is not None:  # rendered from each call's args
+        names += ["concurrency_key", "concurrency_limit"]
+    given = {name: getattr(task, name, None) for name in names}
     decided = {name: value for name, value in given.items() if value not in (None, False)}
     if "unique_for" in decided or "debounce" in decided:
         decided["unique_by_args"] = True

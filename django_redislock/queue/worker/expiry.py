@@ -16,6 +16,9 @@ from .channel import Channel
 logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
 
 EXPIRED_MARK = "{expired}"  # START's mark on a job it buried as expired (ids hold no braces)
+# POP's notes of a repaired concurrency-limit state (``limit_lua``): a permit taken back
+# ("<key> <id>"), a held or parked set that was not a sorted set (its Redis key).
+PERMIT_MARK, LIMITS_MARK = "{permit}", "{limits}"
 
 
 class ExpiredAtStart:
@@ -31,6 +34,20 @@ class ExpiredAtStart:
                 job_id = job_id[len(EXPIRED_MARK) :]
                 logger.info("Job %s expired before it could start; it will not run.", job_id)
                 self.ids.add(job_id)
+            elif job_id.startswith(PERMIT_MARK):
+                key, _, held_by = job_id[len(PERMIT_MARK) :].rpartition(" ")
+                logger.warning(
+                    "A permit of concurrency key %r was held by job %s, which no longer "
+                    "runs; it was taken back.",
+                    key,
+                    held_by,
+                )
+            elif job_id.startswith(LIMITS_MARK):
+                logger.error(
+                    "%s was not a sorted set (corrupt concurrency-limit state); it was "
+                    "deleted, and the limits count afresh.",
+                    job_id[len(LIMITS_MARK) :],
+                )
             else:
                 logger.warning(
                     "Job %s lost its lease before it finished; it may run again.", job_id
