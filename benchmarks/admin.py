@@ -245,6 +245,8 @@ def pages(jobs: dict[str, str], counts: dict[str, int], locks: int) -> list[tupl
 
     found = [("admin index", reverse("admin:index")), ("queues", url("dashboard_changelist"))]
     for state, count in counts.items():
+        if state == "waiting":  # (no page: kept 0 until workflows)
+            continue
         deep = min(DEEP_JOB_PAGE, last(count))
         found += [
             (f"jobs {state} ({count:,}) p1", url("jobs", QUEUE, state)),

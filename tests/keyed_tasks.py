@@ -11,7 +11,7 @@ import time
 from django_redislock import get_redis
 from django_redislock.tasks import task
 
-SPANS = "test:keyed:spans"  # one JSON object a run: user, start, end, pid
+SPANS = "test:keyed:spans"  # one JSON object a run: user (or account), start, end, pid
 
 
 @task(concurrency_key="export:{user}", concurrency_limit=2)
@@ -31,6 +31,13 @@ def plain(n: int, seconds: float = 0.05) -> int:
     return n
 
 
-def record(user: int | None, n: int, start: float) -> None:
+def record(user: int | str | None, n: int, start: float) -> None:
     span = {"user": user, "n": n, "start": start, "end": time.time(), "pid": os.getpid()}
     get_redis().rpush(SPANS, json.dumps(span))
+
+
+@task(rate_key="stripe:{account}", rate="3/s")
+def charge(account: str, n: int) -> int:
+    """At most three starts a second per account."""
+    record(account, n, time.time())
+    return n

@@ -357,6 +357,31 @@ def exercise_job_options(queue: Any) -> None:
     queue.purge("dead")
     queue.purge("running")
     queue.purge("scheduled")
+    exercise_job_limits(queue)
+
+
+def exercise_job_limits(queue: Any) -> None:
+    """Issue 27's parking: concurrency keys (parked, let go by an end), a rate key (parked
+    until allowed), a paused task (parked, let go by resume), a paused queue, a cancel."""
+    for n in range(3):
+        queue.enqueue("t", args=[n], concurrency_key="k", job_id=f"c{n}")
+    queue.enqueue("t", args=[1], rate_key="r", rate="1/s")
+    queue.enqueue("t", args=[2], rate_key="r", rate="1/s")
+    queue.pause(task="paused.task")
+    queue.enqueue("paused.task", job_id="p1")
+    running = queue.pop(10, worker="w")  # c0 and one rate job start; the rest are parked
+    queue.cancel("c2")
+    for job in running:
+        queue.ack(job)  # c0's end lets c1 go
+    queue.resume(task="paused.task")
+    queue.pause()
+    queue.pop(10, worker="w")  # a paused queue: nothing
+    queue.resume()
+    time.sleep(1.05)  # the second rate job's start is allowed
+    for _ in range(3):
+        for job in queue.pop(10, worker="w"):
+            queue.ack(job)
+    queue.purge("ready")
 
 
 def exercise_wakeups() -> None:

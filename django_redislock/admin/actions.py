@@ -23,6 +23,7 @@ from ..conf import conf
 from ..exceptions import JobNotFound
 from ..names import validate_name
 from ..queue.jobs import LISTED_STATES, JobState
+from ..queue.pausing import pause_target
 from ..queue.queue import Job, Queue, get_queue
 from ..templatetags.redislock_admin import duration
 
@@ -67,8 +68,13 @@ def target(action: Action, data: QueryDict) -> dict[str, str]:
             validate_name(found["name"])
         except ValueError as exc:
             raise Http404(str(exc)) from exc
-    if given.get("state", JobState.READY) not in LISTED_STATES:
+    if given.get("state", JobState.READY) not in (*LISTED_STATES, JobState.PARKED):
         raise Http404(f"No state {given['state']!r}.")
+    if "task" in given:
+        try:
+            pause_target(given["task"])
+        except ValueError as exc:
+            raise Http404(str(exc)) from exc
     return {**found, **given}
 
 
@@ -141,7 +147,7 @@ _describe_retry, _retry = _requeuer(
 
 
 def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = job_in(t, JobState.READY, JobState.SCHEDULED, JobState.DEAD)
+    queue, job = job_in(t, JobState.READY, JobState.SCHEDULED, JobState.PARKED, JobState.DEAD)
     return {
         "summary": f"Delete {job.state} job “{job.id}” ({job.task}) of queue “{queue.name}”. "
         "It will not run.",
@@ -201,6 +207,50 @@ def _purge(t: Mapping[str, str]) -> str:
     return dead_done(t, get_queue(t["queue"]).purge(JobState.DEAD), "deleted")
 
 
+def _paused_what(t: Mapping[str, str]) -> str:
+    queue = f"queue “{t['queue']}”"
+    return f"task “{t['task']}” of {queue}" if t.get("task") else queue
+
+
+def _describe_pause(t: Mapping[str, str]) -> dict[str, Any]:
+    if (t.get("task") or "*") in get_queue(t["queue"]).paused():
+        raise Gone(f"The {_paused_what(t)} is paused already.")
+    held = (
+        "that task's jobs are parked as workers meet them"
+        if t.get("task")
+        else ("its ready jobs wait")
+    )
+    return {
+        "summary": f"Pause the {_paused_what(t)}: enqueues are accepted and running jobs "
+        f"finish, but nothing more starts ({held}) until it is resumed."
+    }
+
+
+def _pause(t: Mapping[str, str]) -> str:
+    who = f"admin {t.get('user') or '?'}".replace("|", "/")[:200]
+    if not get_queue(t["queue"]).pause(t.get("task") or None, by=who):
+        raise Gone(f"The {_paused_what(t)} was paused already; nothing was done.")
+    return f"The {_paused_what(t)} was paused."
+
+
+def _describe_resume(t: Mapping[str, str]) -> dict[str, Any]:
+    if (t.get("task") or "*") not in get_queue(t["queue"]).paused():
+        raise Gone(f"The {_paused_what(t)} is not paused.")
+    return {"summary": f"Resume the {_paused_what(t)}: its workers are woken at once."}
+
+
+def _resume(t: Mapping[str, str]) -> str:
+    if not get_queue(t["queue"]).resume(t.get("task") or None):
+        raise Gone(f"The {_paused_what(t)} was not paused; nothing was done.")
+    return f"The {_paused_what(t)} was resumed."
+
+
+def _as_paused(t: Mapping[str, str]) -> tuple[str, str]:
+    task = t.get("task")
+    what = f"task {task} of queue {t['queue']}" if task else f"queue {t['queue']}"
+    return (f"{t['queue']}:{task}" if task else t["queue"]), what
+
+
 def as_job(t: Mapping[str, str]) -> tuple[str, str]:
     return f"{t['queue']}:{t['job']}", f"job {t['job']} of queue {t['queue']}"
 
@@ -220,6 +270,12 @@ ACTIONS = {
     "purge": Action(
         "Purge dead jobs", MANAGE, DELETION, ("queue",), _describe_purge, _purge, _as_dead
     ),
+    "pause": Action(
+        "Pause", MANAGE, CHANGE, ("queue",), _describe_pause, _pause, _as_paused, ("task",)
+    ),
+    "resume": Action(
+        "Resume", MANAGE, CHANGE, ("queue",), _describe_resume, _resume, _as_paused, ("task",)
+    ),
 }
 # The actions offered on a job in each state.
 JOB_ACTIONS: dict[str, tuple[str, ...]] = {
@@ -227,4 +283,5 @@ JOB_ACTIONS: dict[str, tuple[str, ...]] = {
     JobState.SCHEDULED: ("run", "delete"),
     JobState.RUNNING: ("cancel",),
     JobState.DEAD: ("retry", "delete"),
+    JobState.PARKED: ("delete",),
 }

@@ -24,7 +24,7 @@ from .rendering import Rendering, can
 from .shown import shown_name
 
 # The states a queue's jobs are listed in, each a tab: the pending ones, then the finished.
-STATES = (*LISTED_STATES, JobState.DONE)
+STATES = (*LISTED_STATES, JobState.PARKED, JobState.DONE)
 LABELS = {
     **{name: act.label for name, act in ACTIONS.items()},
     **{name: act.label for name, act in JOB_ACTIONS_MORE.items()},
@@ -104,6 +104,7 @@ class JobPages(Rendering):
             "finished_ago": now - job.finished / 1000,
             "took": (job.finished - job.started) / 1000 if job.started else None,
             "lease_in": score / 1000 - now,
+            "held": q.held_back(job) if job.state == JobState.PARKED else "",
         }
 
     def _actions(self, request: HttpRequest, q: Queue, job: Job, left: str) -> list[Any]:

@@ -19,7 +19,7 @@ from ..queue.worker.registry import live_workers
 from ..semaphores.listing import list_semaphores
 from ..stock.listing import count_stocks, expiring, stock_names
 from ..stock.stock import Stock
-from .actions import RELEASE
+from .actions import MANAGE, RELEASE
 from .job_pages import STATES
 from .paging import paginate
 from .rendering import Rendering, can, corrupt, seconds_since
@@ -36,10 +36,12 @@ class Pages(Rendering):
     def queues_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
             rows: list[dict[str, Any]] = []
+            manage = can(request, MANAGE)
             for name in conf.QUEUES:
                 queue = get_queue(name)
                 try:
                     counts, oldest = queue.counts(done=True), queue.oldest_ready_age()
+                    paused = sorted(queue.paused())
                 except redis.ResponseError as exc:
                     if not corrupt(exc):
                         raise
@@ -50,11 +52,26 @@ class Pages(Rendering):
                         "name": name,
                         "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
                         "oldest": oldest,
+                        "paused": [
+                            (
+                                "the whole queue" if what == "*" else what,
+                                self._resume_url(request, name, what) if manage else "",
+                            )
+                            for what in paused
+                        ],
+                        "pause_url": self._confirm(request, "pause", queue=name)
+                        if manage and "*" not in paused
+                        else "",
                     }
                 )
             return {"queues": rows}
 
         return self._page(request, "queues.html", "Queues", load, {"tab": "queues"})
+
+    def _resume_url(self, request: HttpRequest, queue: str, what: str) -> str:
+        if what == "*":
+            return self._confirm(request, "resume", queue=queue)
+        return self._confirm(request, "resume", queue=queue, task=what)
 
     def locks_view(self, request: HttpRequest) -> HttpResponse:
         prefix = request.GET.get("q", "")

@@ -1,8 +1,8 @@
 """The gauges read from Redis when the metrics are scraped: jobs per queue and state, the
-oldest ready job's age, live workers; and the count of jobs buried as expired (a counter
-kept in Redis by the scripts that bury them). Read at scrape time, they are the same
-whichever process answers, and cost nothing between scrapes: a pipeline, a script and a GET
-per queue, one read of the worker registry.
+oldest ready job's age, live workers, what is paused; and the count of jobs buried as
+expired (a counter kept in Redis by the scripts that bury them). Read at scrape time, they
+are the same whichever process answers, and cost nothing between scrapes: a pipeline, a
+script and a few reads per queue, one read of the worker registry.
 
 When Redis cannot be reached they are left out and ``redislock_redis_up`` is 0: the scrape
 still answers (with the process's own counts), so an alert can tell "Redis is down" from
@@ -29,7 +29,7 @@ def _families() -> dict[str, GaugeMetricFamily | CounterMetricFamily]:
     return {
         "jobs": GaugeMetricFamily(
             "redislock_queue_jobs",
-            "Jobs in a queue, by state (ready, scheduled, running, dead).",
+            "Jobs in a queue, by state (ready, scheduled, running, dead, parked, waiting).",
             labels=["queue", "state"],
         ),
         "age": GaugeMetricFamily(
@@ -41,6 +41,11 @@ def _families() -> dict[str, GaugeMetricFamily | CounterMetricFamily]:
             "redislock_workers",
             "Live workers (recent heartbeat) serving a queue.",
             labels=["queue"],
+        ),
+        "paused": GaugeMetricFamily(
+            "redislock_queue_paused",
+            'A paused queue (task="*") or task of a queue: 1 while paused.',
+            labels=["queue", "task"],
         ),
         "expired": CounterMetricFamily(
             "redislock_queue_expired_jobs",
@@ -89,4 +94,6 @@ class RedisCollector(Collector):
             families["age"].add_metric([name], queue.oldest_ready_age() or 0.0)
             families["workers"].add_metric([name], serving[name])
             families["expired"].add_metric([name], queue.expired_count())
+            for task in sorted(queue.paused()):
+                families["paused"].add_metric([name, task], 1)
         return families

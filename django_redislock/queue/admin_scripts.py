@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .lua import script
 
-# KEYS: the fixed keys, KEYS[9] the job's key, KEYS[10] its corrupt key, KEYS[11] its
+# KEYS: the fixed keys, then the job's key, its corrupt key and its
 # unique_for marker.  ARGV[1] id  ARGV[2] due (epoch ms) it must still have, or ""
 # ARGV[3] the state letters it may be in (cancel: ready, scheduled, parked, running; delete:
 # ready, scheduled, parked, dead)  ARGV[4] who cancels
@@ -17,7 +17,7 @@ from .lua import script
 CANCEL = script(
     "cancel",
     """
-local id, key, corrupt, marker = ARGV[1], KEYS[9], KEYS[10], KEYS[11]
+local id, key, corrupt, marker = ARGV[1], KEYS[JOB], KEYS[JOB + 1], KEYS[JOB + 2]
 local ok, f = pcall(redis.call, 'HMGET', key, F.state, F.due)
 if not ok or not f[1] then
   -- No hash (a key of another type, or none): only an entry of the dead set can be deleted.
@@ -45,13 +45,13 @@ return 1
 """,
 )
 
-# KEYS: the fixed keys, KEYS[9] the job's key.  ARGV[1] id
+# KEYS: the fixed keys, then the job's key.  ARGV[1] id
 # Makes a scheduled or dead job ready now (a dead one with its attempts and failures reset).
 # 1, or 0 when it is missing, already ready or running.
 REQUEUE = script(
     "requeue",
     """
-local id, key = ARGV[1], KEYS[9]
+local id, key = ARGV[1], KEYS[JOB]
 local ok, state = pcall(redis.call, 'HGET', key, F.state)
 if not ok then return 0 end
 if state == S.scheduled then
@@ -70,7 +70,7 @@ return 1
 """,
 )
 
-# KEYS: the fixed keys, KEYS[9] a state's sorted set, then per id its job key, its corrupt
+# KEYS: the fixed keys, then a state's sorted set, then per id its job key, its corrupt
 # key and its unique_for marker.  ARGV: ids read from that set (at most 1000)
 # Deletes the jobs still in the set (their unique_for windows with them); returns how many.
 PURGE = script(
@@ -79,8 +79,8 @@ PURGE = script(
 if #ARGV > 1000 then return redis.error_reply('PURGE takes at most 1000 jobs') end
 local removed = 0
 for n, id in ipairs(ARGV) do
-  if redis.call('ZREM', KEYS[9], id) == 1 then
-    redis.call('DEL', KEYS[7 + 3 * n], KEYS[8 + 3 * n], KEYS[9 + 3 * n])
+  if redis.call('ZREM', KEYS[JOB], id) == 1 then
+    redis.call('DEL', KEYS[JOB - 2 + 3 * n], KEYS[JOB - 1 + 3 * n], KEYS[JOB + 3 * n])
     removed = removed + 1
   end
 end
@@ -106,7 +106,7 @@ return reply
 """,
 )
 
-# KEYS: the fixed keys, KEYS[9] the job's key.  ARGV[1] id  ARGV[2] the lease token the
+# KEYS: the fixed keys, then the job's key.  ARGV[1] id  ARGV[2] the lease token the
 # caller saw  ARGV[3] "1": only if the lease ran out; "0": only if its worker is gone: the
 # caller found no registry entry for it (a key this script cannot be given on Cluster), and
 # here its lease has not been renewed for ARGV[7] ms (a live worker renews it more often),
@@ -121,7 +121,7 @@ return reply
 REQUEUE_RUNNING = script(
     "requeue_running",
     """
-local id, key = ARGV[1], KEYS[9]
+local id, key = ARGV[1], KEYS[JOB]
 local expiry = redis.call('ZSCORE', RUN, id)
 if not expiry then return 0 end
 local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.cancel, F.failures,
@@ -167,13 +167,13 @@ RETRY_DEAD = script(
 if #ARGV > 1000 then return redis.error_reply('RETRY_DEAD takes at most 1000 jobs') end
 local back = {}
 for n, id in ipairs(ARGV) do
-  local ok, state = pcall(redis.call, 'HGET', KEYS[8 + n], F.state)
+  local ok, state = pcall(redis.call, 'HGET', KEYS[JOB - 1 + n], F.state)
   if ok and state == S.dead and redis.call('ZSCORE', DEAD, id) then back[#back + 1] = n end
 end
 if #back == 0 then return 0 end
 local now = now_ms()
 for _, n in ipairs(back) do
-  local key, id = KEYS[8 + n], ARGV[n]
+  local key, id = KEYS[JOB - 1 + n], ARGV[n]
   redis.call('ZREM', DEAD, id)
   redis.call('HSET', key, F.attempts, 0, F.due, now)
   redis.call('HDEL', key, F.workers, F.finished, F.failures, F.reason)

@@ -31,6 +31,7 @@ MAX_DELAY = MAX_RETRY_LATER  # seconds: a century
 JOB_ARGUMENTS = frozenset(
     {"task", "args", "kwargs", "job_id", "delay", "at", "priority", "meta", "time_limit"}
     | {"max_attempts", "retry_backoff", "retry_backoff_max", "retry_on"}
+    | {"concurrency_key", "concurrency_limit", "rate_key", "rate"}
 )
 
 

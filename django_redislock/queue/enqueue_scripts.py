@@ -22,12 +22,12 @@ if due <= 0 then due = now - due end
 if due <= now then
   redis.call('ZADD', READY, (100 - tonumber(ARGV[6])) * BAND + redis.call('INCR', SEQ), ARGV[1])
   if redis.call('RPUSH', WAKE, 1) > 128 then redis.call('LTRIM', WAKE, -64, -1) end
-  write_job(KEYS[9], 1, S.ready, due, now)
+  write_job(KEYS[JOB], 1, S.ready, due, now)
   return now
 end
 redis.call('ZADD', SCHED, due, ARGV[1])
 if due <= head(SCHED) then wake(1) end  -- a sleeping worker must shorten its wait
-write_job(KEYS[9], 1, S.scheduled, due, now)
+write_job(KEYS[JOB], 1, S.scheduled, due, now)
 return -now
 """,
 )
@@ -52,7 +52,7 @@ ENQUEUE = script(
 local replace, fresh = ARGV[1] == '1', ARGV[4] == '1'
 local count = (#ARGV - 4) / 7
 if count > 1000 then return redis.error_reply('ENQUEUE takes at most 1000 jobs') end
-local first_key, stride = ARGV[2] ~= '' and 10 or 9, fresh and 1 or 2
+local first_key, stride = ARGV[2] ~= '' and JOB + 1 or JOB, fresh and 1 or 2
 local now = now_ms()
 -- Read and decide first: what each job finds (kept, replaced, added) and its due time.
 local found = {}
@@ -63,8 +63,8 @@ if not fresh then
   end
 end
 if ARGV[2] ~= '' then
-  if (tonumber(redis.call('GET', KEYS[9]) or '0') or 0) >= tonumber(ARGV[3]) then return {} end
-  redis.call('SET', KEYS[9], ARGV[3])
+  if (tonumber(redis.call('GET', KEYS[JOB]) or '0') or 0) >= tonumber(ARGV[3]) then return {} end
+  redis.call('SET', KEYS[JOB], ARGV[3])
 end
 local seq = redis.call('INCRBY', SEQ, count) - count
 local results, woken, first = {}, 0, false  -- first: the head of sched, read when needed

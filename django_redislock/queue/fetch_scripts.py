@@ -16,6 +16,8 @@ PEEK = script(
     "peek",
     """
 local now, n = now_ms(), tonumber(ARGV[1])
+local ok, all_paused = pcall(redis.call, 'HEXISTS', PAUSED, '*')
+if ok and all_paused == 1 then n = 0 end  -- a paused queue starts nothing
 return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
         redis.call('ZRANGEBYSCORE', SCHED, '-inf', now, 'LIMIT', 0, 1000),
         redis.call('ZRANGEBYSCORE', RUN, '-inf', now, 'LIMIT', 0, 100)}
@@ -46,7 +48,10 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 # A started attempt whose lease ran out is a failure: dead once the failures reach the
 # job's own max_attempts (in its metadata), else its task's (noted by its worker at its
 # start), else ARGV[5]; a job whose failures field or max_attempts option is corrupt is set
-# aside (dead, with the reason).
+# aside (dead, with the reason). A paused queue leases nothing; a ready job of a paused
+# task, or over its concurrency key's limit or its rate key's rate, is parked instead of
+# leased (``limit_lua``: uncharged, its place kept); those whose rate allows them by now go
+# back to ready first, and the time the next may start counts in the wait.
 POP = script(
     "pop",
     """
@@ -57,7 +62,7 @@ if count > 1000 or n_finish > 1000 or n_start > 1000 then
   return redis.error_reply('POP takes at most 1000 jobs of each kind')
 end
 -- given: each candidate's id, and the index of its key in KEYS (its corrupt key follows)
-local given, first_key, first_id = {}, 9 + 2 * n_finish + n_start, 10 + 3 * n_finish + 2 * n_start
+local given, first_key, first_id = {}, JOB + 2 * n_finish + n_start, 10 + 3 * n_finish + 2 * n_start
 for j = 0, tonumber(ARGV[1]) - 1 do given[ARGV[first_id + j]] = first_key + 2 * j end
 local more = false  -- a job found that is not a candidate: the next call is due at once
 local function mine(ids)
@@ -140,12 +145,17 @@ if run_at and run_at <= now then
   end
   run_at = head(RUN)
 end
+local rate_at = rate_parked_due(now)  -- (those whose rate allows them now: ready again)
 local reply = {-1, lost}
+local paused = paused_now(lost)
+if paused['*'] then count = -1 end  -- the whole queue is paused: its ready jobs wait
 if count > 0 then
   -- Read and check the candidates first; then lease the good ones and bury the bad ones.
   local head_ids, ids, leased, bad, expired = redis.call('ZRANGE', READY, 0, count - 1), {}, {},
                                               {}, {}
-  local out, taken_back, parking, holding = {}, {}, {}, {}  -- (concurrency keys' permits)
+  -- what admit counts: concurrency keys' permits, rate keys' windows, what it parks
+  local c = {out = {}, win = {}, taken_back = {}, parking = {}, paused = paused, now = now}
+  local holding, stamps = {}, {}
   for _, id in ipairs(head_ids) do
     if not given[id] then  -- came since PEEK: it waits for the next call (in order)
       more = true
@@ -179,40 +189,29 @@ if count > 0 then
     if x == nil then
       err = 'The job\\'s expiry (metadata "expires") is not a number of seconds > 0.'
     end
-    local lim = not err and limit_of(f[4])
-    if lim == nil then
-      err = 'The job\\'s concurrency key or limit (metadata "concurrency") is malformed.'
+    local lim, rl = not err and limit_of(f[4]), not err and rate_of(f[4])
+    if lim == nil or rl == nil then
+      err = 'The job\\'s concurrency or rate limit (metadata "concurrency", "rate_limit") is '
+        .. 'malformed.'
     end
+    local late = not err and x and now > num(f[6], 0) + x  -- not started in time: never
+    local admitted = not err and not late and (lim or rl or c.paused[f[1]])
+      and admit(key, id, f[1], lim, rl, c)
     if err then
       bad[#bad + 1] = {key, id, err, not ok and KEYS[given[id] + 1]}
-    elseif x and now > num(f[6], 0) + x then  -- not started in time: never started
+    elseif late then
       expired[#expired + 1] = {key, id}
-    elseif lim then  -- a permit of its key, or parked until one frees
-      local k = lim[1]
-      if not out[k] then
-        local n, stale = permits_out(k, lim[2])
-        out[k] = n
-        for _, m in ipairs(stale) do taken_back[#taken_back + 1] = m end
-      end
-      if out[k] >= lim[2] then
-        parking[#parking + 1] = {key, id, k, tonumber(redis.call('ZSCORE', READY, id))}
-      else
-        out[k] = out[k] + 1
-        leased[#leased + 1] = {key, id, f, k}
-      end
-    else
-      leased[#leased + 1] = {key, id, f}
+    elseif admitted ~= false then  -- (false: parked by admit)
+      leased[#leased + 1] = {key, id, f, admitted and admitted[1], admitted and admitted[2]}
     end
   end
   zrem_all(READY, ids)
-  if next(out) then limit_sets_checked(reply[2]) end
-  if #taken_back > 0 then
-    zrem_all(HELD, taken_back)
-    for _, m in ipairs(taken_back) do
-      reply[2][#reply[2] + 1] = '{permit}' .. string.gsub(m, '%z', ' ', 1)
-    end
+  if next(c.out) or next(c.win) or #c.parking > 0 then limit_sets_checked(reply[2]) end
+  if #c.taken_back > 0 then take_back(c.taken_back, reply[2]) end
+  park_all(c.parking)
+  for _, p in ipairs(c.parking) do  -- parked until their rate allows: the wait counts them
+    if p[5] and (not rate_at or p[5] < rate_at) then rate_at = p[5] end
   end
-  for _, p in ipairs(parking) do park(p[1], p[2], p[3], p[4]) end
   for _, b in ipairs(bad) do bury(b[1], b[2], now, b[3], b[4]) end
   for _, e in ipairs(expired) do bury_expired(e[1], e[2], now) end
   local expiries = {}
@@ -227,10 +226,14 @@ if count > 0 then
     else
       redis.call('HSET', key, F.state, S.running, F.lease, token, F.worker, worker)
     end
-    if job[4] then
+    if job[4] and charge then  -- (leased ahead: its START takes them)
       redis.call('HSET', key, F.permit, job[4])
       holding[#holding + 1] = 0
       holding[#holding + 1] = job[4] .. '\\0' .. id
+    end
+    if job[5] and charge then
+      stamps[#stamps + 1] = job[5]
+      stamps[#stamps + 1] = id
     end
     expiries[#expiries + 1] = now + lease
     expiries[#expiries + 1] = id
@@ -240,6 +243,7 @@ if count > 0 then
     end
   end
   if #holding > 0 then zadd_all(HELD, holding) end
+  if next(c.win) and charge then stamp_starts(stamps, c.win, now) end
   if #expiries > 0 then
     zadd_all(RUN, expiries)
     if not run_at or now + lease < run_at then run_at = now + lease end
@@ -248,8 +252,12 @@ if count > 0 then
 end
 if more or (count >= 0 and redis.call('ZCARD', READY) > 0) then
   reply[1] = 0
-elseif sched_at or run_at then
-  reply[1] = math.max(0, math.min(sched_at or run_at, run_at or sched_at) - now)
+else
+  local soonest = nil
+  for _, t in ipairs({sched_at or false, run_at or false, rate_at or false}) do
+    if t and (not soonest or t < soonest) then soonest = t end
+  end
+  if soonest then reply[1] = math.max(0, soonest - now) end
 end
 return reply
 """,

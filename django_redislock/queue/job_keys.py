@@ -1,8 +1,9 @@
-"""The key a job's concurrency limit counts under (``concurrency_key``): a template filled
+"""The keys a job's limits count under (``concurrency_key``, ``rate_key``): templates filled
 from the call's arguments at enqueue ("export:{user_id}", "{0}" for the first positional
-one), kept rendered in the job's metadata with its limit (``{"concurrency": {"key": ...,
-"limit": ...}}``, apart from the options' own names, which keep the task's template), where
-POP reads both (see ``limit_lua``).
+one), kept rendered in the job's metadata with the limit or rate (``{"concurrency": {"key":
+..., "limit": ...}}``, ``{"rate_limit": {"key": ..., "count": ..., "period": ms}}``, apart
+from the options' own names, which keep the task's template), where POP reads them (see
+``limit_lua``).
 
 A template is checked when a task is decorated (a field its function cannot be given is an
 error then) and filled at enqueue: a field the call does not give is a ValueError naming it;
@@ -11,16 +12,25 @@ no braces, whitespace or control characters)."""
 
 from __future__ import annotations
 
+import decimal
 import inspect
 import string
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..names import validate_name
+from ..ratelimit.rate import parse_rate
 from .options import checked_option, imported
 
 KEY_OPTION, LIMIT_OPTION = "concurrency_key", "concurrency_limit"
-CONCURRENCY_META = "concurrency"  # (reserved in a job's metadata)
+RATE_KEY_OPTION, RATE_OPTION = "rate_key", "rate"
+LIMIT_OPTIONS = (KEY_OPTION, LIMIT_OPTION, RATE_KEY_OPTION, RATE_OPTION)
+# (reserved in a job's metadata)
+CONCURRENCY_META = "concurrency"  # {"key": ..., "limit": ...}
+# What a template's field may be filled with: values whose text is the same in every process.
+KEY_VALUES = (str, int, float, decimal.Decimal, uuid.UUID)
+RATE_META = "rate_limit"  # {"key": ..., "count": ..., "period": ms}
 DEFAULT_LIMIT = 1
 
 
@@ -94,6 +104,14 @@ def render_key(
             raise ValueError(f"{option} {template!r:.80} reads argument {field}, not given.")
         if isinstance(field, str) and field not in named:
             raise ValueError(f"{option} {template!r:.80} reads argument {field!r}, not given.")
+        value = args[field] if isinstance(field, int) else named[field]
+        if value is None:  # "None" would put every such call under one key
+            raise ValueError(f"{option} {template!r:.80}: argument {field!r} is None.")
+        if not isinstance(value, KEY_VALUES) or isinstance(value, bool):
+            raise TypeError(
+                f"{option} {template!r:.80}: argument {field!r} is a {type(value).__name__}; "
+                "a key is made of strings and numbers."
+            )
     key = template.format(*args, **named)
     try:
         return validate_name(key, what=option)
@@ -111,28 +129,60 @@ def task_function(task: str) -> Callable[..., Any] | None:
     return found if callable(found) else None
 
 
-def with_concurrency(
+def _rendered(
+    option: str, template: str, args: Sequence[Any], kwargs: Mapping[str, Any] | None, task: str
+) -> str:
+    """``template`` filled from the call; positional arguments found by name through the
+    function ``task`` (a path) names, when the template needs it."""
+    kwargs = kwargs or {}
+    by_name = any(isinstance(f, str) and f not in kwargs for f in template_fields(template, option))
+    return render_key(template, args, kwargs, task_function(task) if by_name else None, option)
+
+
+def _with(meta: Any, added: dict[str, Any]) -> Any:
+    if meta is None:
+        return added
+    return {**meta, **added} if isinstance(meta, Mapping) else meta
+
+
+def with_limits(
     meta: Any,
-    template: str | None,
-    limit: int | None,
+    given: Mapping[str, Any],
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None,
     task: str,
 ) -> Any:
-    """``meta`` carrying the rendered concurrency key and its limit (default 1); ``meta``
-    itself when no key is given (a limit alone is an error). Positional arguments are found
-    by name through the function ``task`` (a path) names, when the template needs it."""
-    checked_option(KEY_OPTION, template)
-    checked_option(LIMIT_OPTION, limit)
-    if template is None:
-        if limit is not None:
-            raise ValueError(f"{LIMIT_OPTION} needs a {KEY_OPTION}.")
+    """``meta`` carrying the keys ``given`` (the four options by name, None for unset) render
+    for this call: the concurrency key with its limit (default 1), the rate key with its
+    rate. A limit or a rate without its key is an error, and a rate of 0 jobs."""
+    template, limit = given.get(KEY_OPTION), given.get(LIMIT_OPTION)
+    rate_template, rate = given.get(RATE_KEY_OPTION), given.get(RATE_OPTION)
+    for name in (KEY_OPTION, LIMIT_OPTION, RATE_KEY_OPTION, RATE_OPTION):
+        checked_option(name, given.get(name))
+    if template is None and limit is not None:
+        raise ValueError(f"{LIMIT_OPTION} needs a {KEY_OPTION}.")
+    if rate_template is not None and rate is None:
+        raise ValueError(f"{RATE_KEY_OPTION} needs a {RATE_OPTION}.")
+    if rate_template is None and rate is not None:
+        raise ValueError(f"{RATE_OPTION} needs a {RATE_KEY_OPTION}.")
+    added: dict[str, Any] = {}
+    if template is not None:
+        key = _rendered(KEY_OPTION, template, args, kwargs, task)
+        added[CONCURRENCY_META] = {"key": key, "limit": DEFAULT_LIMIT if limit is None else limit}
+    if rate_template is not None:
+        parsed = parse_rate(rate)
+        if parsed.count < 1:
+            raise ValueError(f"{RATE_OPTION} {rate!r}: a job's rate lets at least one start.")
+        key = _rendered(RATE_KEY_OPTION, rate_template, args, kwargs, task)
+        period_ms = parsed.period_us // 1000
+        added[RATE_META] = {"key": key, "count": parsed.count, "period": period_ms}
+    return _with(meta, added) if added else meta
+
+
+def with_item_limits(meta: Any, spec: Mapping[str, Any]) -> Any:
+    """``with_limits`` for an ``enqueue_many`` item (a dict of ``enqueue``'s arguments)."""
+    if all(spec.get(name) is None for name in LIMIT_OPTIONS):
         return meta
-    fields = template_fields(template)
-    kwargs = kwargs or {}
-    by_name = any(isinstance(f, str) and f not in kwargs for f in fields)
-    key = render_key(template, args, kwargs, task_function(task) if by_name else None)
-    added = {CONCURRENCY_META: {"key": key, "limit": DEFAULT_LIMIT if limit is None else limit}}
-    if meta is None:
-        return added
-    return {**meta, **added} if isinstance(meta, Mapping) else meta
+    task = spec.get("task")
+    path = task if isinstance(task, str) else ""
+    return with_limits(meta, spec, spec.get("args", ()), spec.get("kwargs"), path)

@@ -19,7 +19,16 @@ Cluster (``base`` = ``<prefix>:{Q:<queue>}:``):
     base held            zset    the permits of running jobs with a concurrency key, all
                                  scored 0: "<key>\\x00<id>" (so a key's count is a ZLEXCOUNT)
     base parked          zset    the jobs held back by their key's limit, all scored 0:
-                                 "<key>\\x00<ready score, 16 digits><id>" (a key's oldest first)
+                                 "<key>\\x00<ready score, 16 digits><id>" (a key's oldest first);
+                                 a paused task's jobs under the key "\\t<task path>";
+                                 those over their rate key's rate under "\\x02", by when
+                                 they may start: "\\x02\\x00<epoch ms, 16 digits><ready
+                                 score, 16 digits><id>"
+    base paused          hash    what is paused: "*" (the whole queue) or a task path ->
+                                 "<who>|<epoch ms>"
+    base starts          zset    the starts of jobs with a rate key, all scored 0:
+                                 "<key>\\x00<epoch ms, 15 digits><id>" (a key's window is a
+                                 ZLEXCOUNT; older ones are trimmed as the key is used)
     base tick:<name>     string  the last tick (epoch ms) enqueued for a SCHEDULE entry
     base u:<id>          hash    a unique_for window: the creating enqueue's task, args,
                                  kwargs, meta, priority, due and enqueue time (job fields);
@@ -41,7 +50,8 @@ _SETS: dict[str, str] = {
 
 class QueueKeys:
     """The keys of queue ``name`` under ``prefix``. ``fixed`` are the keys every queue
-    script is given first, in this order: ready, sched, run, dead, seq, wake, held, parked."""
+    script is given first, in this order: ready, sched, run, dead, seq, wake, held, parked,
+    paused, starts."""
 
     def __init__(self, prefix: str, name: str) -> None:
         self.base = f"{prefix}:{{Q:{name}}}:"
@@ -55,6 +65,8 @@ class QueueKeys:
         self.expired = self.base + "expired"
         self.held = self.base + "held"
         self.parked = self.base + "parked"
+        self.paused = self.base + "paused"
+        self.starts = self.base + "starts"
         self.fixed = (
             self.ready,
             self.sched,
@@ -64,6 +76,8 @@ class QueueKeys:
             self.wake,
             self.held,
             self.parked,
+            self.paused,
+            self.starts,
         )
         self.job_prefix = self.base + "j:"
         self.result_prefix = self.base + "result:"

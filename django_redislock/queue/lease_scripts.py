@@ -18,7 +18,7 @@ local n = #ARGV / 2
 if n > 1000 then return redis.error_reply('RELEASE takes at most 1000 jobs') end
 local back = {}
 for j = 1, n do
-  local key = KEYS[8 + j]
+  local key = KEYS[JOB - 1 + j]
   local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.priority, F.attempts, F.workers,
                       F.started_lease, F.permit)
   if ok and f[1] == ARGV[2 * j] then back[#back + 1] = {j, key, f} end
@@ -54,7 +54,7 @@ return #back
 """,
 )
 
-# KEYS: the fixed keys, KEYS[9] the job's key.  ARGV[1] id  ARGV[2] lease token  ARGV[3]
+# KEYS: the fixed keys, then the job's key.  ARGV[1] id  ARGV[2] lease token  ARGV[3]
 # delay ms (-1: to the dead set)  ARGV[4] error  ARGV[5] traceback  ARGV[6] exception class
 # path  ARGV[7] the error as a JSON object for the history ("" for none)  ARGV[8] worker id
 # ARGV[9] "1": the attempt failed (counted in the failures field), "0": it asked to run
@@ -65,7 +65,7 @@ return #back
 SETTLE = script(
     "settle",
     """
-local id, key, delay, worker = ARGV[1], KEYS[9], tonumber(ARGV[3]), ARGV[8]
+local id, key, delay, worker = ARGV[1], KEYS[JOB], tonumber(ARGV[3]), ARGV[8]
 local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
                     F.failures, F.permit)
 if not ok or f[1] ~= ARGV[2] then return 0 end
@@ -110,15 +110,15 @@ return 1
 """,
 )
 
-# KEYS: the fixed keys, KEYS[9] the job's key.  ARGV[1] lease token  ARGV[2] max_attempts
+# KEYS: the fixed keys, then the job's key.  ARGV[1] lease token  ARGV[2] max_attempts
 # Notes the job's max_attempts as its task has it, while the caller holds its lease: a
 # lapse of that lease is then judged by it (POP). 1, or 0 if the lease was lost.
 NOTE_MAX_ATTEMPTS = script(
     "note_max_attempts",
     """
-local ok, lease = pcall(redis.call, 'HGET', KEYS[9], F.lease)
+local ok, lease = pcall(redis.call, 'HGET', KEYS[JOB], F.lease)
 if not ok or lease ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[9], F.max_attempts, ARGV[2])
+redis.call('HSET', KEYS[JOB], F.max_attempts, ARGV[2])
 return 1
 """,
 )
@@ -133,7 +133,7 @@ local lease = tonumber(ARGV[1])
 local now, lost, asked = now_ms(), {}, {}
 for j = 1, (#ARGV - 1) / 2 do
   local id = ARGV[2 * j]
-  local ok, f = pcall(redis.call, 'HMGET', KEYS[8 + j], F.lease, F.cancel)
+  local ok, f = pcall(redis.call, 'HMGET', KEYS[JOB - 1 + j], F.lease, F.cancel)
   if ok and f[1] == ARGV[2 * j + 1] then
     redis.call('ZADD', RUN, 'XX', now + lease, id)
     if f[2] then asked[#asked + 1] = id end

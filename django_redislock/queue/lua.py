@@ -2,13 +2,14 @@
 queue's fixed keys, and the Lua helpers that keep a job's structures consistent.
 
 KEYS: the fixed keys first (``QueueKeys.fixed``: ready, sched, run, dead, seq, wake, held,
-parked), then those of the jobs a script touches (for POP, those PEEK found: a job it was
-not given is left for the next call). An attempt is charged when a job starts, not when it is leased
-(by POP when its jobs start at once, else by each one's START, sent without awaiting it).
-A script reads and checks before its first write, and sets a job whose field it cannot
-parse aside (dead, with the reason) rather than fail: Redis does not roll back a script
-that fails half-way. ZADD/ZREM lists go in chunks (Lua's ``unpack`` takes about 8,000
-values); times are the server's (TIME), which workers and web processes share.
+parked, paused, starts), then those of the jobs a script touches (for POP, those PEEK
+found: a job it was not given is left for the next call). An attempt is charged when a job
+starts, not when it is leased (by POP when its jobs start at once, else by each one's
+START, sent without awaiting it). A script reads and checks before its first write, and
+sets a job whose field it cannot parse aside (dead, with the reason) rather than fail:
+Redis does not roll back a script that fails half-way. ZADD/ZREM lists go in chunks
+(Lua's ``unpack`` takes about 8,000 values); times are the server's (TIME), which workers
+and web processes share.
 """
 
 from __future__ import annotations
@@ -16,19 +17,21 @@ from __future__ import annotations
 import re
 
 from ..redis.scripts import LuaScript, lua_script
+from .finish_lua import FINISH
 from .jobs import Field, JobState
 from .limit_lua import LIMITS
 
 # The most jobs one script call takes or returns; callers split larger batches.
 MAX_BATCH = 1000
-FIXED_KEYS = 8
+FIXED_KEYS = 10
 
 
 # The helpers a script may use, each definition after those it uses. A script gets only the
 # ones it names (and theirs); ``S.<state>`` and ``F.<field>`` become string literals.
 PRELUDE = """
 local READY, SCHED, RUN, DEAD, SEQ, WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local HELD, PARKED = KEYS[7], KEYS[8]
+local HELD, PARKED, PAUSED, STARTS = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local JOB = 11  -- the first key after the fixed ones (FIXED_KEYS)
 
 local SETS = {[S.ready] = READY, [S.scheduled] = SCHED, [S.dead] = DEAD}
 
@@ -187,84 +190,6 @@ local function run_next(key, id, n, now)
   end
   wake(1)
 end
-
--- Finish the ``n_finish`` leased jobs described from ARGV[at] (id, lease token, return value
--- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms and indexed
--- in the done set, the last key; their job and result keys from KEYS[9]), then charge the
--- attempt of the ``n_start`` jobs described after them (id, lease token; their job keys
--- after those) that start now; one of them found expired since it was leased ahead is
--- buried "expired" instead, uncharged (the expired counter is the key before the done set).
--- Reads and checks every lease before its first write. Returns the ids whose lease had been
--- lost, and "{expired}<id>" for each job buried as expired (ids never hold braces).
-local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
-  local lost, finished, finishing, starting, done, expired = {}, {}, {}, {}, {}, {}
-  for n = 0, n_finish - 1 do
-    local i, k = at + 3 * n, 9 + 2 * n
-    local ok, l = pcall(redis.call, 'HMGET', KEYS[k], F.lease, F.permit)
-    if ok and l[1] == ARGV[i + 1] then
-      finishing[#finishing + 1] = {i, k, l[2]}
-    else
-      lost[#lost + 1] = ARGV[i]
-    end
-  end
-  for n = 0, n_start - 1 do
-    local i, key = at + 3 * n_finish + 2 * n, KEYS[9 + 2 * n_finish + n]
-    local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
-                        F.due, F.meta, F.permit)
-    if ok and f[1] == ARGV[i + 1] then
-      local x = f[2] ~= f[1] and expires_ms(f[6])
-      if x and now > (num(f[5], 0) or 0) + x then  -- leased ahead, expired since: never started
-        expired[#expired + 1] = {key, ARGV[i], f[7]}
-        lost[#lost + 1] = '{expired}' .. ARGV[i]
-      elseif f[2] ~= f[1] then
-        starting[#starting + 1] = {key, f[3], f[4]}
-      end
-    else
-      lost[#lost + 1] = ARGV[i]
-    end
-  end
-  for _, job in ipairs(finishing) do
-    local i, key, result = job[1], KEYS[job[2]], KEYS[job[2] + 1]
-    local follow = next_run(key)
-    finished[#finished + 1] = ARGV[i]
-    free_permit(key, ARGV[i], job[3])
-    if ARGV[i + 2] == '' then
-      redis.call('DEL', key)
-    else
-      redis.call('RENAME', key, result)
-      redis.call('HSET', result, F.state, S.done, F.result, ARGV[i + 2], F.finished, now,
-                 F.lease, '')
-      if follow then
-        redis.call('HDEL', result, F.next_task, F.next_args, F.next_kwargs, F.next_meta,
-                   F.next_priority, F.next_due, F.next_enqueued)
-      end
-      redis.call('PEXPIRE', result, ttl)
-      done[#done + 1] = now
-      done[#done + 1] = ARGV[i]
-    end
-    if follow then run_next(key, ARGV[i], follow, now) end
-  end
-  for _, e in ipairs(expired) do
-    free_permit(e[1], e[2], e[3])
-    bury_expired(e[1], e[2], now)
-    finished[#finished + 1] = e[2]
-  end
-  if #finished > 0 then zrem_all(RUN, finished) end
-  if #done > 0 then
-    local index = KEYS[#KEYS]
-    zadd_all(index, done)
-    -- The results older than the TTL have expired: their entries go, oldest first, at most
-    -- a thousand more than were added, so the index never outgrows what Redis keeps.
-    local old = redis.call('ZCOUNT', index, '-inf', string.format('(%.0f', now - ttl))
-    if old > 0 then redis.call('ZREMRANGEBYRANK', index, 0, math.min(old, 1000 + #done / 2) - 1) end
-  end
-  for _, s in ipairs(starting) do
-    local ws, attempt = with_worker(s[3], worker), (num(s[2], 0) or 0) + 1
-    redis.call('HSET', s[1], F.attempts, attempt, F.started_lease, worker .. '#' .. attempt,
-               F.started, now, F.workers, ws)
-  end
-  return lost
-end
 """
 
 _LITERALS = {
@@ -286,11 +211,12 @@ def _inlined(lua: str) -> str:
     return _NAMED.sub(literal, lua)
 
 
-# (the names a piece defines, the piece), in the prelude's order: the concurrency limits'
-# pieces (``limit_lua``) after ``wake``, which they use, before the ends of a run, which use them
+# (the names a piece defines, the piece), in the prelude's order: the limits' pieces
+# (``limit_lua``) after ``wake``, which they use, and ``finish_lua``'s last
 _TEXTS = PRELUDE.strip().split("\n\n")
 _AFTER_WAKE = next(i for i, text in enumerate(_TEXTS) if "local function wake(" in text) + 1
 _TEXTS[_AFTER_WAKE:_AFTER_WAKE] = LIMITS.strip().split("\n\n")
+_TEXTS.append(FINISH.strip())  # (last: it uses the pieces of both)
 _PIECES = [(set(", ".join(_DEFINED.findall(text)).split(", ")), _inlined(text)) for text in _TEXTS]
 
 

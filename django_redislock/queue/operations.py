@@ -35,16 +35,20 @@ class Operations:
         raise NotImplementedError
 
     def counts(self, *, done: bool = False) -> dict[str, int]:
-        """Jobs per state: ready, scheduled, running, dead; with ``done``, also the finished
-        jobs kept with their result (those finished within RESULT_TTL)."""
+        """Jobs per state: ready, scheduled, running, dead, parked (held back by their
+        concurrency key's limit) and waiting (0: kept for workflows); with ``done``, also
+        the finished jobs kept with their result (those finished within RESULT_TTL)."""
         pipe = self.client.pipeline(transaction=False)
         for state in LISTED_STATES:
             pipe.zcard(self.keys.of_state(state))
-        states = [s.value for s in LISTED_STATES]
+        pipe.zcard(self.keys.parked)
+        states = [*(s.value for s in LISTED_STATES), JobState.PARKED.value]
         if done:
             pipe.zcount(self.keys.done, self._done_since(), "+inf")
             states.append(JobState.DONE.value)
-        return dict(zip(states, pipe.execute(), strict=True))
+        counted = dict(zip(states, pipe.execute(), strict=True))
+        counted["waiting"] = 0
+        return counted
 
     def _done_since(self) -> int:
         """The finish time (epoch ms) of the oldest result RESULT_TTL still keeps."""
@@ -85,11 +89,13 @@ class Operations:
                 raise ValueError(f"{name} must be an int >= 0, not {value!r}.")
         if limit > MAX_BATCH:
             raise ValueError(f"limit must be at most {MAX_BATCH}, not {limit}.")
-        listed = [s.value for s in (*LISTED_STATES, JobState.DONE)]
+        listed = [s.value for s in (*LISTED_STATES, JobState.PARKED, JobState.DONE)]
         if state not in listed:
             raise ValueError(f"state must be one of {', '.join(listed)}, not {state!r}.")
         if limit == 0:
             return []
+        if state == JobState.PARKED:
+            return self._parked_jobs(offset, limit)
         done = state == JobState.DONE
         state_set = self.keys.done if done else self.keys.of_state(state)
         # Newest first for the finished: by rank, so that a deep page costs no more than the
@@ -113,6 +119,49 @@ class Operations:
     def peek(self, count: int = 1) -> list[Job]:
         """The next ready jobs, not removed."""
         return self.jobs(JobState.READY, 0, count)
+
+    def _parked_jobs(self, offset: int, limit: int) -> list[tuple[Job, int]]:
+        """``scored_jobs`` of the parked: by key, each key's in the order they will run,
+        scored with their ready score (see ``limit_lua``)."""
+        members = self.client.zrange(self.keys.parked, offset, offset + limit - 1)
+        found = []
+        for member in members:
+            key, _, rest = member.partition(b"\x00")
+            if key == b"\x02":  # over its rate: by when it may start, then as the others
+                rest = rest[16:]
+            if len(rest) > 16 and rest[:16].isdigit():
+                found.append((member, text(rest[16:]), int(rest[:16]) - 10**15))
+        pipe = self.client.pipeline(transaction=False)
+        for member, job_id, _ in found:
+            pipe.hgetall(self.keys.job(job_id))
+            pipe.zscore(self.keys.parked, member)  # None if it was let go meanwhile
+        replies = pipe.execute(raise_on_error=False)
+        return [
+            (self._job(job_id, fields), score)
+            for (_, job_id, score), fields, still in zip(
+                found, replies[::2], replies[1::2], strict=True
+            )
+            if still is not None and fields
+        ]
+
+    def held_back(self, job: Job) -> str:
+        """Why parked ``job`` waits: its task paused, or its concurrency key at its limit."""
+        if job.task in self.paused():
+            return "its task is paused"
+        concurrency, rate = job.meta.get("concurrency"), job.meta.get("rate_limit")
+        if isinstance(concurrency, dict) and isinstance(concurrency.get("key"), str):
+            key, limit = concurrency["key"], concurrency.get("limit")
+            running = self.client.zlexcount(self.keys.held, f"[{key}\x00", f"({key}\x01")
+            if not isinstance(rate, dict) or not isinstance(limit, int) or running >= limit:
+                return f"concurrency key {key}: {running} of {limit} running"
+        if isinstance(rate, dict) and isinstance(rate.get("key"), str):
+            period = rate.get("period")
+            per = f"{period / 1000:g} s" if isinstance(period, int) else "?"
+            return f"rate key {rate['key']}: {rate.get('count')} starts per {per}"
+        return "held back"
+
+    def paused(self) -> set[str]:
+        raise NotImplementedError
 
     def get(self, job_id: str) -> Job:
         """One job by id, in whatever state (done: kept for RESULT_TTL after it ran);

@@ -13,6 +13,7 @@ from ..redis.scripts import LuaScript
 from .arguments import JOB_ARGUMENTS, Made, checked_job_id, job_values, new_id
 from .eager import run_eagerly
 from .job_codec import decoded, decoded_meta
+from .job_keys import with_item_limits
 from .job_options import (
     OPTION_ARGUMENTS,
     checked_options,
@@ -102,6 +103,7 @@ def _checked(spec: Mapping[str, Any], replace: bool) -> tuple[Made, list[Any]]:
     priority = spec.get("priority", 0)
     meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
     meta = with_options(meta, **{name: spec.get(name) for name in OWN_OPTIONS})
+    meta = with_item_limits(meta, spec)
     meta = with_expires(meta, spec.get("expires"))
     values = job_values(job_id, task, args, kwargs, priority, meta, delay, at)
     values += ("1" if options.replace else "0", options.unique_ms, options.debounce_ms)

@@ -41,7 +41,7 @@ local function reply(outcome, due, state, enqueued, v)
   for j = 4, 8 do results[#results + 1] = v and (v[j] or (j == 8 and '0' or '')) or '' end
 end
 for n = 1, count do
-  local i, k = 1 + (n - 1) * 10, 9 + (n - 1) * 4
+  local i, k = 1 + (n - 1) * 10, JOB + (n - 1) * 4
   local id, key, marker = ARGV[i], KEYS[k], KEYS[k + 2]
   local replace, unique, debounce = ARGV[i + 7] == '1', tonumber(ARGV[i + 8]), tonumber(ARGV[i + 9])
   local due = tonumber(ARGV[i + 6])

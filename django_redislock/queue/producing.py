@@ -16,7 +16,7 @@ from .arguments import JOB_ARGUMENTS, Made, checked_job_id, job_values, new_id, 
 from .eager import run_eagerly
 from .enqueue_scripts import ADD, ENQUEUE
 from .enqueued import Enqueued
-from .job_keys import with_concurrency
+from .job_keys import LIMIT_OPTIONS, with_item_limits, with_limits
 from .job_options import with_expires
 from .jobs import Job, JobState, enqueued_job
 from .keys import QueueKeys
@@ -86,6 +86,8 @@ class Producing(OptedEnqueue):
         debounce: float | None = None,
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        rate_key: str | None = None,
+        rate: Any = None,
     ) -> Job:
         """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
         Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
@@ -110,10 +112,15 @@ class Producing(OptedEnqueue):
 
         ``concurrency_key``: a template filled from ``args``/``kwargs`` ("export:{user_id}",
         "{0}"); at most ``concurrency_limit`` (default 1) jobs of the key it renders run at
-        once, across every worker; the others wait in Redis, parked (see ``job_keys``)."""
+        once, across every worker; the others wait in Redis, parked (see ``job_keys``).
+        ``rate_key`` (a template too) and ``rate`` ("100/s", as ``RateLimit``'s): at most that
+        many starts of the key it renders in any window of the period; a job over it is
+        parked until the moment a start is allowed."""
         own = (max_attempts, retry_backoff, retry_backoff_max, retry_on)
-        if concurrency_key is not None or concurrency_limit is not None:
-            meta = with_concurrency(meta, concurrency_key, concurrency_limit, args, kwargs, task)
+        limits = (concurrency_key, concurrency_limit, rate_key, rate)
+        if limits != _UNSET:
+            given = dict(zip(LIMIT_OPTIONS, limits, strict=True))
+            meta = with_limits(meta, given, args, kwargs, task)
         if unique_for is not None or debounce is not None or unique_by_args is not False:
             spec = {
                 "task": task,
@@ -235,6 +242,7 @@ class Producing(OptedEnqueue):
             priority = spec.get("priority", 0)
             meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
             meta = with_options(meta, **{n: spec.get(n) for n in OWN_OPTIONS})
+            meta = with_item_limits(meta, spec)
             if meta is not None or spec.get("expires") is not None:
                 meta = with_expires(meta, spec.get("expires"))
             flat += job_values(

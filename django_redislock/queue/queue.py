@@ -21,13 +21,14 @@ from .keys import QueueKeys
 from .lease_scripts import NOTE_MAX_ATTEMPTS, RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
+from .pausing import Pausing
 from .producing import Producing
 from .retry_policy import Outcome, after_failure, backoff_bound, backoff_delay, policy
 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
 
-class Queue(Producing, WorkerCalls, Operations):
+class Queue(Producing, WorkerCalls, Pausing, Operations):
     """A named queue from ``REDISLOCK['QUEUES']``; see the README for the whole API."""
 
     def __init__(self, name: str, using: str | None = None) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..queue.job_keys import check_template
 from ..queue.options import TASK_OPTIONS, checked_option
+from ..ratelimit.rate import parse_rate
 from .results import Task, framework
 
 _known = threading.local()  # (the framework's backends of this thread, {alias: backend})
@@ -49,6 +50,12 @@ class RedisTask(Task):  # type: ignore[misc]
                 object.__setattr__(self, name, checked)
         if self.concurrency_key is not None:  # (a limit alone limits nothing)
             check_template(self.concurrency_key, self.func)
+        if self.rate_key is not None:  # (a rate alone limits nothing)
+            if self.rate is None:
+                raise ValueError("rate_key needs a rate.")
+            check_template(self.rate_key, self.func, "rate_key")
+            if parse_rate(self.rate).count < 1:
+                raise ValueError(f"rate {self.rate!r}: a job's rate lets at least one start.")
         Task.__post_init__(self)  # (zero-argument super() fails in a slots dataclass)
 
     def using(

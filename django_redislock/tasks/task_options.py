@@ -43,6 +43,8 @@ def enqueue_decided(task: Any) -> dict[str, Any]:
     names = [name for name in ENQUEUE_OPTIONS if name != "expires"]
     if getattr(task, "concurrency_key", None) is not None:  # rendered from each call's args
         names += ["concurrency_key", "concurrency_limit"]
+    if getattr(task, "rate_key", None) is not None:
+        names += ["rate_key", "rate"]
     given = {name: getattr(task, name, None) for name in names}
     decided = {name: value for name, value in given.items() if value not in (None, False)}
     if "unique_for" in decided or "debounce" in decided:

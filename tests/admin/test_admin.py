@@ -22,6 +22,7 @@ from django_redislock.locks.listing import describe_lock, list_locks
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.templatetags.redislock_admin import duration
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
 from tests.support.servers import free_port
 
@@ -173,7 +174,7 @@ def test_viewer_sees_the_pages_without_buttons_and_cannot_act(
     ]:
         assert viewer.post(url("action", action), fields).status_code == 403
     assert held.owned()
-    assert queue.counts() == {"ready": 0, "scheduled": 1, "running": 0, "dead": 1}
+    assert queue.counts() == job_counts(scheduled=1, dead=1)
     assert not LogEntry.objects.exists()
 
 
@@ -276,7 +277,7 @@ def test_delete_removes_a_job(queue: Queue, admin_client: Client, state: str) ->
     assert queue.get("doomed").state == state
     done = confirm_and_post(admin_client, "delete", queue="default", job="doomed")
     assert "was deleted" in html(done)
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts()
     assert "doomed" not in html(admin_client.get(url("jobs", "default", state)))
     assert LogEntry.objects.get().action_flag == DELETION
 
@@ -330,7 +331,7 @@ def test_purge_deletes_every_dead_job(queue: Queue, admin_client: Client) -> Non
     assert "Delete all 3 dead jobs" in html(confirm)
     done = confirm_and_post(admin_client, "purge", queue="default")
     assert "3 dead jobs of queue “default” deleted" in html(done)
-    assert queue.counts() == {"ready": 0, "scheduled": 1, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts(scheduled=1)
     entry = LogEntry.objects.get()
     assert (entry.action_flag, entry.object_repr) == (DELETION, "dead jobs of queue default")
 
@@ -423,7 +424,7 @@ def test_queues_page_shows_counts_and_the_oldest_ready_age(
     queue.enqueue("tests.tasks.record", job_id="later", delay=600)
     dead_job(queue, "failed")
     assert [job.id for job in queue.pop()] == ["urgent"]
-    assert queue.counts() == {"ready": 2, "scheduled": 1, "running": 1, "dead": 1}
+    assert queue.counts() == job_counts(ready=2, scheduled=1, running=1, dead=1)
     page = admin_client.get(url("dashboard_changelist"))
     assert page.status_code == 200
     counts = {s: cell(page, "default", s) for s in ["ready", "scheduled", "running", "dead"]}
@@ -538,7 +539,7 @@ def test_queue_delete_removes_ready_scheduled_and_dead_jobs_but_not_running(queu
     assert queue.delete("d")
     assert not queue.delete("d")
     assert not queue.delete("missing")
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 1, "dead": 0}
+    assert queue.counts() == job_counts(running=1)
 
 
 def test_queue_oldest_ready_age(queue: Queue) -> None:

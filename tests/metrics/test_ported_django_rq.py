@@ -42,13 +42,14 @@ from django.urls import reverse
 from django_redislock import get_queue
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import Heartbeat
+from tests.support.counts import job_counts
 
 from ..conftest import Backend
 from .scraping import TOKEN, URL, Samples, named, parsed, scrape, states, value
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics.urls")]
 
-STATES = ("ready", "scheduled", "running", "dead")
+STATES = ("ready", "scheduled", "running", "dead", "parked", "waiting")
 
 
 def configure(settings: Any, **more: Any) -> None:
@@ -88,15 +89,13 @@ def test_the_gauges_and_counts_follow_a_worker_through_the_queue(
     watcher.beat()
     try:
         before = scrape()
-        assert states(before, "default") == {"ready": 11, "scheduled": 0, "running": 0,
-                                             "dead": 0}  # fmt: skip
+        assert states(before, "default") == job_counts(ready=11)  # fmt: skip
         assert value(before, "redislock_workers", queue="default") == 1
 
         Worker(["default"], burst=True, max_jobs=4).run()
         middle = scrape()
         # the jobs the worker had leased ahead went back: only four ran
-        assert states(middle, "default") == {"ready": 7, "scheduled": 0, "running": 0,
-                                             "dead": 1}  # fmt: skip
+        assert states(middle, "default") == job_counts(ready=7, dead=1)  # fmt: skip
         assert value(middle, "redislock_workers", queue="default") == 1
 
         def grew(after: Samples, name: str, **labels: str) -> float:
@@ -109,8 +108,7 @@ def test_the_gauges_and_counts_follow_a_worker_through_the_queue(
 
         Worker(["default"], burst=True).run()
         after = scrape()
-        assert states(after, "default") == {"ready": 0, "scheduled": 0, "running": 0,
-                                            "dead": 1}  # fmt: skip
+        assert states(after, "default") == job_counts(dead=1)  # fmt: skip
         assert (runs(after, "succeeded"), runs(after, "dead")) == (10, 1)
         assert grew(after, "redislock_job_duration_seconds_count", queue="default") == 11
         assert value(after, "redislock_queue_oldest_ready_age_seconds", queue="default") == 0

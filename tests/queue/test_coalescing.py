@@ -17,6 +17,7 @@ import pytest
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend, Processes
 
 from ..tasks import DONE
@@ -52,14 +53,14 @@ def test_the_last_values_asked_for_run_once_after_the_running_attempt(queue: Que
     job = running(queue, 1)
     made = ask_again(queue, 2, 3, 4)
     assert made.state == "running"  # the current run goes on; one more is to come
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 1, "dead": 0}
+    assert queue.counts() == job_counts(running=1)
     assert queue.pop() == []  # never two runs of one id at once
     assert queue.ack(job, json.dumps("first"))
     [follow_up] = queue.pop()
     assert (follow_up.id, follow_up.args, follow_up.attempts) == ("reindex:1", [4], 1)
     assert queue.ack(follow_up)
     assert queue.pop() == []  # one follow-up, not one per enqueue
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts()
 
 
 def test_the_first_run_keeps_its_result_and_the_follow_up_its_own_values(
@@ -149,4 +150,4 @@ def test_a_reindex_job_never_misses_an_update_made_while_it_ran(
     assert runs[-1] == 8
     assert runs == sorted(runs)  # never an older version after a newer one
     assert len(runs) < 9  # coalesced
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts()

@@ -111,6 +111,27 @@ def test_the_rendered_key_and_limit_ride_in_the_metadata(queue):
     assert queue.get(default.id).meta["concurrency"] == {"key": "solo", "limit": 1}
 
 
+def test_enqueue_many_items_take_the_options_too(queue):
+    jobs = queue.enqueue_many(
+        [
+            {"task": TASK, "args": [1], "concurrency_key": "u:{0}", "concurrency_limit": 3},
+            {"task": TASK, "args": [2], "concurrency_key": "u:{0}", "job_id": "named"},
+            {"task": TASK, "args": [3], "concurrency_key": "u:{0}", "unique_by_args": True},
+            {"task": TASK, "args": [4]},
+        ]
+    )
+    found = [queue.get(job.id).meta.get("concurrency") for job in jobs]
+    assert found == [
+        {"key": "u:1", "limit": 3},
+        {"key": "u:2", "limit": 1},
+        {"key": "u:3", "limit": 1},
+        None,
+    ]
+    with pytest.raises(ValueError, match="reads argument 'who'"):
+        queue.enqueue_many([{"task": TASK, "args": [5], "concurrency_key": "{who}"}])
+    assert queue.counts()["ready"] == 4  # the bad batch pushed nothing
+
+
 # --- parking ----------------------------------------------------------------------------------
 
 
@@ -266,4 +287,103 @@ def test_a_task_whose_template_names_no_argument_is_refused_when_declared():
     with pytest.raises(ValueError, match=r"concurrency_key 'x:\{missing\}': the task has no"):
 
         @task(concurrency_key="x:{missing}")
+        def job(user: int) -> None: ...
+
+
+# --- rate keys --------------------------------------------------------------------------------
+
+
+def test_a_rate_key_lets_that_many_start_per_window_and_parks_the_rest_until_allowed(queue):
+    jobs = [queue.enqueue(TASK, [n], rate_key="stripe:{0}", rate="2/5s") for n in [7] * 4]
+    other = queue.enqueue(TASK, [8], rate_key="stripe:{0}", rate="2/5s")
+    got = queue.fetch(10, worker="w")
+    assert sorted(j.id for j in got.jobs) == sorted([jobs[0].id, jobs[1].id, other.id])
+    assert parked(queue) == 2
+    assert 4000 < got.wait * 1000 <= 5000  # until the first start leaves the window
+    assert queue.get(jobs[2].id).meta["rate_limit"] == {
+        "key": "stripe:7",
+        "count": 2,
+        "period": 5000,
+    }
+    for job in got.jobs:  # the ends of the runs change nothing: starts are what count
+        queue.ack(job)
+    assert queue.fetch(10, worker="w").jobs == []
+
+
+def test_a_rate_parked_job_starts_once_its_window_allows(queue):
+    first = queue.enqueue(TASK, [1], rate_key="k", rate="1/1s")
+    second = queue.enqueue(TASK, [2], rate_key="k", rate="1/1s")
+    started = time.time()
+    (got,) = queue.fetch(5, worker="w").jobs
+    assert got.id == first.id
+    fetched = queue.fetch(5, worker="w")
+    assert fetched.jobs == []
+    assert 0 < fetched.wait <= 1
+    time.sleep(max(0.0, started + 1.05 - time.time()))
+    again = queue.fetch(5, worker="w")  # lets it go; the next fetch (or this one) starts it
+    ids = [j.id for j in again.jobs] or [j.id for j in queue.fetch(5, worker="w").jobs]
+    assert ids == [second.id]
+
+
+def test_a_job_with_both_a_concurrency_key_and_a_rate_key_takes_neither_when_parked(queue):
+    options = {"concurrency_key": "c", "concurrency_limit": 1, "rate_key": "r", "rate": "5/m"}
+    a = queue.enqueue(TASK, [1], **options)
+    b = queue.enqueue(TASK, [2], **options)
+    (got,) = queue.fetch(5, worker="w").jobs
+    assert got.id == a.id
+    assert queue.client.zcard(queue.keys.starts) == 1  # b was parked by the limit, unstamped
+    queue.ack(got)
+    assert [j.id for j in queue.fetch(5, worker="w").jobs] == [b.id]
+    assert queue.client.zcard(queue.keys.starts) == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"rate_key": "k"}, ValueError, "rate_key needs a rate"),
+        ({"rate": "1/s"}, ValueError, "rate needs a rate_key"),
+        ({"rate_key": "k", "rate": "0/s"}, ValueError, "at least one start"),
+        ({"rate_key": "k", "rate": "lots"}, ValueError, "rate"),
+        ({"rate_key": "{missing}", "rate": "1/s"}, ValueError, "rate_key"),
+    ],
+)
+def test_bad_rate_options_name_the_option(queue, options, error, message):
+    with pytest.raises(error, match=message):
+        queue.enqueue(TASK, [1], **options)
+    assert queue.counts()["ready"] == 0
+
+
+def test_a_malformed_rate_in_the_metadata_sets_that_job_aside_alone(queue):
+    bad = queue.enqueue(TASK, [0], meta={"rate_limit": {"key": "k", "count": 0, "period": 5}})
+    good = queue.enqueue(TASK, [1], rate_key="k", rate="1/s")
+    assert [j.id for j in queue.fetch(5, worker="w").jobs] == [good.id]
+    assert "rate limit" in queue.get(bad.id).error
+
+
+def test_old_starts_are_trimmed_as_the_key_is_used(queue):
+    queue.client.zadd(queue.keys.starts, {f"k\x00{1:015d}old": 0})  # long gone
+    queue.enqueue(TASK, [1], rate_key="k", rate="1/s")
+    assert len(queue.fetch(5, worker="w").jobs) == 1
+    members = queue.client.zrange(queue.keys.starts, 0, -1)
+    assert len(members) == 1
+    assert not members[0].endswith(b"old")
+
+
+def test_a_tasks_rate_key_is_filled_from_each_calls_arguments(queue, settings):
+    settings.TASKS = {
+        "default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend", "QUEUES": []}
+    }
+    result = keyed_tasks.charge.enqueue("acct_1", 5)
+    assert queue.get(result.id).meta["rate_limit"] == {
+        "key": "stripe:acct_1",
+        "count": 3,
+        "period": 1000,
+    }
+    assert keyed_tasks.charge.get_result(result.id).task == keyed_tasks.charge
+
+
+def test_a_task_with_a_rate_key_and_no_rate_is_refused_when_declared():
+    with pytest.raises(ValueError, match="rate_key needs a rate"):
+
+        @task(rate_key="x:{user}")
         def job(user: int) -> None: ...

@@ -38,9 +38,11 @@ def test_field_and_state_names_reach_the_lua_as_literals() -> None:
 def test_a_script_carries_only_the_helpers_it_uses() -> None:
     assert script("t", "return 1").source.strip() == "return 1"
     # make_ready uses num, BAND and the fixed keys: each comes once, before it
-    source = script("t", "make_ready(KEYS[9], ARGV[1])").source
+    source = script("t", "make_ready(KEYS[JOB], ARGV[1])").source
     defined = re.findall(r"^local (?:function )?(\w+)", source, re.MULTILINE)
-    assert defined == ["READY", "HELD", "BAND", "num", "make_ready"]
+    assert defined == ["READY", "HELD", "JOB", "BAND", "num", "make_ready"]
+    # JOB: the first key after the fixed ones
+    assert f"local JOB = {len(QueueKeys('p', 'q').fixed) + 1}" in source
     assert "wake" not in source
     mentioned = "return 1  -- a comment that names wake and bury"
     assert script("t", mentioned).source.strip() == mentioned

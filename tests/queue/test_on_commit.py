@@ -17,6 +17,7 @@ from django.db import transaction
 from django_redislock import get_queue
 from django_redislock.exceptions import JobNotFound, RedisUnavailable
 from django_redislock.queue import on_commit
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
 from tests.support.servers import RedisServer
 
@@ -79,7 +80,7 @@ def test_a_rolled_back_transaction_enqueues_nothing(queue: Any) -> None:
     assert not Account.objects.exists()
     for job_id in (one.id, many[0].id, "x", result.id):
         assert not exists(job_id)
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts()
 
 
 @pytest.mark.django_db(transaction=True, databases=BOTH)

@@ -23,6 +23,7 @@ import pytest
 
 from django_redislock import get_queue
 from django_redislock.queue.queue import Job
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
 from tests.support.waiting import server_now
 
@@ -52,7 +53,7 @@ def test_a_retry_keeps_the_id_and_ends_after_its_attempts(retrying: Backend) -> 
     fail_once(job)
     last = tasks.flaky.get_result(job.id)
     assert (last.status, len(last.errors)) == ("FAILED", 2)
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 1}
+    assert queue.counts() == job_counts(dead=1)
 
 
 @pytest.mark.parametrize(("own", "delay"), [(1, None), (3, None), (4, 0.001)])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import pytest
 
 from django_redislock import get_queue
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
 from tests.support.waiting import server_now
 
@@ -107,4 +108,4 @@ def test_the_worker_stops_at_max_attempts(retrying: Backend) -> None:
     drain()
     assert len(tasks.run_times("max")) == 3
     assert queue.get(job.id).state == "dead"
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 1}
+    assert queue.counts() == job_counts(dead=1)

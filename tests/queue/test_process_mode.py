@@ -15,6 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from django_redislock import get_queue, get_redis
+from tests.support.counts import job_counts
 from tests.support.servers import RedisServer
 
 from ..tasks import DONE, STARTED
@@ -84,7 +85,7 @@ def test_a_killed_process_is_replaced_and_its_jobs_run_again(
         pids = {d["pid"] for d in records()}
         assert victim not in {d["pid"] for d in records()[-5:]}
         assert len(pids - {victim}) == 2  # the survivor and the one started in its place
-        assert get_queue().counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+        assert get_queue().counts() == job_counts()
         assert stop(worker) == 0
         assert not any(alive(pid) for pid in pids)  # no worker process outlives it
     finally:

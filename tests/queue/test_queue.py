@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_redislock.exceptions import JobNotFound
 from django_redislock.queue.queue import Queue, get_queue
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
 
 
@@ -27,7 +28,7 @@ def test_enqueue_pop_ack(queue: Queue) -> None:
     job = queue.enqueue("shop.tasks.close", args=[7], kwargs={"why": "unpaid"})
     assert job.state == "ready"
     assert abs(job.score - time.time() * 1000) < 1000
-    assert queue.counts() == {"ready": 1, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts(ready=1)
     [popped] = queue.pop()
     assert (popped.id, popped.task, popped.args, popped.kwargs) == (
         job.id,
@@ -39,7 +40,7 @@ def test_enqueue_pop_ack(queue: Queue) -> None:
     assert popped.lease
     assert queue.counts()["running"] == 1
     assert queue.ack(popped)
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts()
     assert not queue.ack(popped)
     with pytest.raises(JobNotFound):
         queue.get(job.id)
@@ -58,7 +59,7 @@ def test_ack_with_a_result_keeps_the_job_done(queue: Queue) -> None:
     )
     assert done.enqueued <= done.started <= done.finished
     assert done.lease is None
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts()
     again = queue.enqueue("t", args=[2], job_id="kept")  # the id is free again
     assert again.state == "ready"
     assert queue.get("kept").args == [2]  # the pending job shows before the old result
@@ -78,9 +79,9 @@ def test_fetch_acknowledges_and_leases_in_one_step(queue: Queue) -> None:
     assert lost == ["j1"]
     assert 0 < (wait or 0) <= 5  # nothing more is ready: the wait is for the leases
     assert queue.get("j0").result == '"zero"'
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 3, "dead": 0}
+    assert queue.counts() == job_counts(running=3)
     assert queue.fetch(0, finished=[(job, None) for job in second])[2] == []
-    assert queue.counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts()
 
 
 def test_release_gives_back_unstarted_jobs_in_front(queue: Queue) -> None:
@@ -91,7 +92,7 @@ def test_release_gives_back_unstarted_jobs_in_front(queue: Queue) -> None:
     done_elsewhere = j2
     assert queue.ack(done_elsewhere)
     assert queue.release([urgent, j0, j1, done_elsewhere]) == 3  # j2's lease was gone
-    assert queue.counts() == {"ready": 4, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts(ready=4)
     again = queue.pop(4, worker="w2")
     assert [job.id for job in again] == ["urgent", "j0", "j1", "j3"]  # their order, in front
     assert {(job.attempts, job.workers) for job in again} == {(1, ("w2",))}  # not counted
@@ -125,7 +126,7 @@ def test_job_id_dedupe_keeps_first_or_replaces(queue: Queue) -> None:
     assert replaced.score < first.score
     assert replaced.state == "ready"
     assert queue.get("close:1").args == [3]
-    assert queue.counts() == {"ready": 1, "scheduled": 0, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts(ready=1)
 
 
 def test_delayed_and_at(queue: Queue) -> None:
@@ -169,7 +170,7 @@ def test_a_large_batch_keeps_priority_then_fifo_order(queue: Queue) -> None:
     assert [j.state for j in jobs[-3:]] == ["ready", "scheduled", "ready"]
     assert len({j.id for j in jobs}) == 1203
     assert all(len(j.id) == 20 for j in jobs)
-    assert queue.counts() == {"ready": 1202, "scheduled": 1, "running": 0, "dead": 0}
+    assert queue.counts() == job_counts(ready=1202, scheduled=1)
     order = [(j.priority, j.args[0] if j.args else None) for j in queue.pop(1202)]
     expected = [(p, i) for p in (2, 1) for i in range(1201) if i % 3 == p]
     expected += [(0, i) for i in range(0, 1201, 3)] + [(0, None)]

@@ -106,7 +106,7 @@ def test_using_keeps_the_options(tasks_backend: Backend) -> None:
         {},
         {"max_attempts": 2, "retry_on": [KeyError], "time_limit": None},
         {"expires": 5, "unique_for": None, "unique_by_args": True, "rate": "5/s"},
-        {"concurrency_key": "c:{order_id}", "concurrency_limit": 3, "rate_key": "r"},
+        {"concurrency_key": "c:{order_id}", "concurrency_limit": 3, "rate_key": "r", "rate": "9/m"},
         {"priority": 4, "retry_backoff": 0, "retry_backoff_max": None},
     ],
     ids=["as-declared", "worker", "enqueue", "limits", "mixed"],

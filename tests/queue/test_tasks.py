@@ -23,6 +23,7 @@ except ImportError:  # Django 5.2: the backport
 
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.worker.loop import Worker
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
 
 from .. import task_examples as examples
@@ -91,7 +92,7 @@ def test_enqueue_run_and_get_result(tasks: Backend) -> None:
     assert result.worker_ids == [worker.id]
     assert result.enqueued_at <= result.started_at <= result.finished_at
     assert result.errors == []
-    assert get_queue().counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert get_queue().counts() == job_counts()
 
 
 def test_priority_queue_name_and_defer(tasks: Backend) -> None:

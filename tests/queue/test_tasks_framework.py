@@ -35,6 +35,7 @@ from django_redislock.exceptions import InvalidTask as Refused
 from django_redislock.queue.execution import run_job
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.tasks.backend import RedisTaskBackend
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend, Processes
 
 from .. import task_examples as examples
@@ -482,7 +483,7 @@ def test_enqueue_refuses_what_the_worker_would_refuse(tasks: Backend) -> None:
         task()(_orphan).enqueue()
     with pytest.raises(InvalidTask, match="names another task"):
         examples.first_redefined.enqueue()
-    assert get_queue().counts() == {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    assert get_queue().counts() == job_counts()
 
 
 REFUSED = ["subprocess.check_output", "missing.func", "tests.tasks.not_a_task", "tests.tasks.nope"]

@@ -18,6 +18,7 @@ import pytest
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend, Processes
 from tests.support.servers import free_port
 
@@ -61,7 +62,7 @@ def test_workers_run_every_job_and_stop_on_sigterm(real: Backend, processes: Pro
     assert sorted(d["n"] for d in done()) == list(range(200))
     # A job's record is written before its worker settles it: the last one may still be
     # settling when the record count reaches 200.
-    settled = {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+    settled = job_counts()
     wait_for(lambda: queue.counts() == settled)
     assert sum(w["processed"] for w in live_workers()) <= 200
     for worker in workers:
@@ -79,7 +80,7 @@ def test_sigterm_lets_running_jobs_finish(real: Backend, processes: Processes) -
     worker.join(10)
     assert worker.exitcode == 0
     assert sorted(d["n"] for d in done()) == [0, 1, 2]  # the running three finished
-    assert queue.counts() == {"ready": 3, "scheduled": 0, "running": 0, "dead": 0}  # none lost
+    assert queue.counts() == job_counts(ready=3)  # none lost
 
 
 def test_killed_worker_jobs_are_delivered_again(real: Backend, processes: Processes) -> None:

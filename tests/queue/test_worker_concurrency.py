@@ -15,9 +15,14 @@ import pytest
 
 from django_redislock import get_queue, get_redis
 from django_redislock.queue.worker.loop import Worker
+from django_redislock.queue.worker.registry import live_workers
+from tests import keyed_tasks
 from tests.keyed_tasks import SPANS
 from tests.support.fixtures import Processes
+from tests.support.servers import RedisServer
 from tests.support.waiting import wait_for
+
+from .test_worker_chaos import command_worker
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -89,3 +94,79 @@ def test_a_killed_workers_permit_comes_back_after_its_lease(
     wait_for(lambda: any(r["n"] == 1 for r in spans()), timeout=30, what="the parked job ran")
     assert time.monotonic() - killed_at < 15  # within its lease (2 s) and a fetch or so
     assert other.is_alive()
+
+
+def most_in_a_window(times: list[float], period: float) -> int:
+    """The most of ``times`` within any window [t, t + period)."""
+    times = sorted(times)
+    return max(
+        (sum(1 for u in times[i:] if u < t + period) for i, t in enumerate(times)), default=0
+    )
+
+
+def test_the_rate_of_a_key_holds_in_every_window(
+    queue: Any, processes: Processes, settings: Any
+) -> None:
+    settings.TASKS = {
+        "default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend", "QUEUES": []}
+    }
+    for n in range(9):  # through the Tasks API: the task's rate_key and rate
+        keyed_tasks.charge.enqueue("acct_a", n)
+    for n in range(100, 103):
+        keyed_tasks.charge.enqueue("acct_b", n)
+    for _ in range(3):
+        processes.start(run_worker, 4)
+    wait_for(lambda: len(spans()) == 12, timeout=60, what="every charge ran")
+    # As the runs saw it: their own clock, a moment after Redis granted the start (so the
+    # windows are taken a quarter second short, for the moments threads take to start).
+    runs = [r["start"] for r in spans() if r["user"] == "acct_a"]
+    assert most_in_a_window(runs, 0.75) <= 3
+    assert max(runs) - min(runs) >= 1.75  # 9 starts at 3/s: the 7th a full 2 s after the 1st
+    b_done = max(r["start"] for r in spans() if r["user"] == "acct_b")
+    assert b_done < max(runs)  # the other account was not held up behind the first
+
+
+@pytest.mark.timeout(120)
+def test_two_worker_processes_keep_the_limit_of_each_key(queue: Any, settings: Any) -> None:
+    """``run_queue_worker --processes 2 --concurrency 3``: two processes of three threads."""
+    worker = command_worker(settings.REDISLOCK, "--processes", "2", "--concurrency", "3")
+    try:
+        wait_for(lambda: len(live_workers()) == 2, timeout=60, what="both processes started")
+        for n in range(6):
+            for user in (1, 2):
+                options = {"concurrency_key": "e:{0}", "concurrency_limit": 2}
+                queue.enqueue(EXPORT, [user, n, 0.1], **options)
+        wait_for(lambda: len(spans()) == 12, timeout=60, what="every job ran")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(30)
+    runs = spans()
+    for user in (1, 2):
+        mine = [r for r in runs if r["user"] == user]
+        assert most_at_once(mine) <= 2
+
+
+@pytest.mark.timeout(120)
+def test_the_limits_hold_through_a_redis_restart_with_its_aof(
+    processes: Processes, settings: Any
+) -> None:
+    """The server restarted from its AOF under two workers draining keyed jobs: every job
+    ends done, no key ever ran over its limit, and no permit or parked job is left over."""
+    with RedisServer("--appendonly", "yes", "--appendfsync", "always") as own:
+        settings.REDISLOCK = {"URL": own.url, "QUEUES": {"default": {"LEASE": 1}}}
+        queue = get_queue("default")
+        for n in range(10):
+            for user in (1, 2, 3):
+                options = {"concurrency_key": "e:{0}", "concurrency_limit": 2}
+                queue.enqueue(EXPORT, [user, n, 0.05], **options)
+        for _ in range(2):
+            processes.start(run_worker, 4)
+        wait_for(lambda: len(spans()) >= 6, what="the workers are at it")
+        own.restart()
+        wait_for(lambda: len({(r["user"], r["n"]) for r in spans()}) == 30, timeout=60)
+        wait_for(lambda: queue.counts()["running"] == 0, what="every run acknowledged")
+        runs = spans()
+        for user in (1, 2, 3):
+            assert most_at_once([r for r in runs if r["user"] == user]) <= 2
+        assert queue.counts() == {**queue.counts(), "ready": 0, "parked": 0, "dead": 0}
+        assert queue.client.zcard(queue.keys.held) == 0

@@ -24,6 +24,7 @@ from django_redislock.exceptions import RedisUnavailable
 from django_redislock.queue.worker import leases as leases_module
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
+from tests.support.counts import job_counts
 from tests.support.fixtures import Backend, Processes
 from tests.support.servers import RedisServer
 
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.processes
 # A short lease, so that a killed worker's jobs come back within a second; attempts to spare,
 # so that a job caught by several kills (or by Redis going away) is still run, never buried.
 QUEUES = {"default": {"LEASE": 1, "MAX_ATTEMPTS": 50, "RETRY_BACKOFF": 0.05}}
-EMPTY = {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+EMPTY = job_counts()
 TRACKED = "tests.tasks.tracked"
 
 

@@ -49,13 +49,14 @@ from django_redislock.exceptions import JobNotFound
 from django_redislock.queue.queue import get_queue
 from django_redislock.test import run_jobs
 from tests.models import Account
+from tests.support.counts import job_counts
 
 from ..conftest import Backend
 from .tasks import CALLS
 
 ADD = "tests.testing.tasks.add"
 FAKE = pytest.mark.parametrize("backend", ["fakeredis"], indirect=True)
-EMPTY = {"ready": 0, "scheduled": 0, "running": 0, "dead": 0}
+EMPTY = job_counts()
 
 
 @pytest.fixture

@@ -60,11 +60,12 @@ class Command(BaseCommand):
         except redis.ResponseError as exc:  # one damaged queue: the others are still shown
             return {"error": str(exc)}
         stats["oldest_ready_age"] = None if age is None else round(age, 3)
+        stats["paused"] = sorted(queue.paused())
         return stats
 
     def _table(self, queues: dict[str, dict[str, Any]], workers: list[dict[str, Any]]) -> None:
         width = max([len("queue"), *map(len, queues)])
-        states = [str(state) for state in LISTED_STATES]
+        states = [*(str(state) for state in LISTED_STATES), "parked"]
         self.stdout.write(
             f"{'queue':<{width}}  " + "  ".join(f"{s:>9}" for s in states) + "  oldest ready"
         )
@@ -73,7 +74,11 @@ class Command(BaseCommand):
                 self.stdout.write(f"{name:<{width}}  unreadable: {stats['error']}")
                 continue
             counts = "  ".join(f"{stats[s]:>9}" for s in states)
-            self.stdout.write(f"{name:<{width}}  {counts}  {seconds(stats['oldest_ready_age'])}")
+            paused = ", ".join(stats["paused"]).replace("*", "the whole queue")
+            self.stdout.write(
+                f"{name:<{width}}  {counts}  {seconds(stats['oldest_ready_age'])}"
+                + (f"  (paused: {paused})" if paused else "")
+            )
         self.stdout.write(f"\n{len(workers)} live worker(s)")
         for worker in workers:
             if "unreadable" in worker:

@@ -1,0 +1,125 @@
+"""The Lua piece that ends and starts leased jobs, ``finish_and_start``: what a worker's
+START sends as a job leased ahead starts (with the jobs finished before it), and what POP
+does first. The last piece of the queue scripts' prelude (``lua``): it uses the others.
+
+A job leased ahead (charge "0") took no permit of its concurrency key and made no start of
+its rate key when it was leased: both are taken here, as it starts, or it is parked
+("{parked}<id>" in the reply; its worker, which waits for the reply of a job with limits,
+does not run it). The finished jobs give their permits back first, so a worker running one
+job of a key after another never refuses its own next one."""
+
+from __future__ import annotations
+
+FINISH = """
+-- Finish the ``n_finish`` leased jobs described from ARGV[at] (id, lease token, return value
+-- as JSON or "" to keep none: deleted, or kept as its result key for ``ttl`` ms and indexed
+-- in the done set, the last key; their job and result keys from KEYS[JOB]), then charge the
+-- attempt of the ``n_start`` jobs described after them (id, lease token; their job keys
+-- after those) that start now; one of them found expired since it was leased ahead is
+-- buried "expired" instead, uncharged (the expired counter is the key before the done set),
+-- and one its limits hold back now is parked. Reads every lease before its first write.
+-- Returns the ids whose lease had been lost, "{expired}<id>" for each job buried as expired
+-- and "{parked}<id>" for each job parked (ids never hold braces).
+local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
+  local lost, finished, finishing, starting, done, expired = {}, {}, {}, {}, {}, {}
+  for n = 0, n_finish - 1 do
+    local i, k = at + 3 * n, JOB + 2 * n
+    local ok, l = pcall(redis.call, 'HMGET', KEYS[k], F.lease, F.permit)
+    if ok and l[1] == ARGV[i + 1] then
+      finishing[#finishing + 1] = {i, k, l[2]}
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
+  end
+  local reads = {}
+  for n = 0, n_start - 1 do
+    local i, key = at + 3 * n_finish + 2 * n, KEYS[JOB + 2 * n_finish + n]
+    local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
+                        F.due, F.meta, F.priority)
+    reads[#reads + 1] = {i, key, ok and f[1] == ARGV[i + 1] and f}
+  end
+  for _, job in ipairs(finishing) do
+    local i, key, result = job[1], KEYS[job[2]], KEYS[job[2] + 1]
+    local follow = next_run(key)
+    finished[#finished + 1] = ARGV[i]
+    free_permit(key, ARGV[i], job[3])
+    if ARGV[i + 2] == '' then
+      redis.call('DEL', key)
+    else
+      redis.call('RENAME', key, result)
+      redis.call('HSET', result, F.state, S.done, F.result, ARGV[i + 2], F.finished, now,
+                 F.lease, '')
+      if follow then
+        redis.call('HDEL', result, F.next_task, F.next_args, F.next_kwargs, F.next_meta,
+                   F.next_priority, F.next_due, F.next_enqueued)
+      end
+      redis.call('PEXPIRE', result, ttl)
+      done[#done + 1] = now
+      done[#done + 1] = ARGV[i]
+    end
+    if follow then run_next(key, ARGV[i], follow, now) end
+  end
+  -- Which may start: not expired since leased ahead, and let by their limits (counted now
+  -- that the finished ones gave theirs back).
+  local c = {out = {}, win = {}, taken_back = {}, parking = {}, paused = {}, now = now}
+  for _, r in ipairs(reads) do
+    local i, key, f = r[1], r[2], r[3]
+    if not f then
+      lost[#lost + 1] = ARGV[i]
+    elseif f[2] ~= f[1] then  -- (started under this lease already: nothing to do)
+      local x = expires_ms(f[6])
+      local lim, rl = limit_of(f[6]) or false, rate_of(f[6]) or false
+      local admitted = nil
+      if x and now > (num(f[5], 0) or 0) + x then  -- expired since: never started
+        expired[#expired + 1] = {key, ARGV[i]}
+        lost[#lost + 1] = '{expired}' .. ARGV[i]
+      else
+        if lim or rl then
+          local pr = num(f[7], 0) or 0
+          if pr < -100 or pr > 100 then pr = 0 end
+          admitted = admit(key, ARGV[i], '', lim, rl, c, (100 - pr) * BAND)
+        end
+        if admitted == false then
+          redis.call('HDEL', key, F.lease, F.worker)
+          finished[#finished + 1] = ARGV[i]
+          lost[#lost + 1] = '{parked}' .. ARGV[i]
+        else
+          starting[#starting + 1] = {key, f[3], f[4], ARGV[i], admitted}
+        end
+      end
+    end
+  end
+  for _, e in ipairs(expired) do
+    bury_expired(e[1], e[2], now)
+    finished[#finished + 1] = e[2]
+  end
+  if #c.parking > 0 then
+    limit_sets_checked(lost)
+    park_all(c.parking)
+  end
+  if #finished > 0 then zrem_all(RUN, finished) end
+  if #done > 0 then
+    local index = KEYS[#KEYS]
+    zadd_all(index, done)
+    -- The results older than the TTL have expired: their entries go, oldest first, at most
+    -- a thousand more than were added, so the index never outgrows what Redis keeps.
+    local old = redis.call('ZCOUNT', index, '-inf', string.format('(%.0f', now - ttl))
+    if old > 0 then redis.call('ZREMRANGEBYRANK', index, 0, math.min(old, 1000 + #done / 2) - 1) end
+  end
+  local stamps = {}
+  for _, s in ipairs(starting) do
+    local ws, attempt = with_worker(s[3], worker), (num(s[2], 0) or 0) + 1
+    redis.call('HSET', s[1], F.attempts, attempt, F.started_lease, worker .. '#' .. attempt,
+               F.started, now, F.workers, ws)
+    local admitted = s[5]
+    if admitted and admitted[1] then take_permit(s[1], s[4], admitted[1]) end
+    if admitted and admitted[2] then
+      stamps[#stamps + 1] = admitted[2]
+      stamps[#stamps + 1] = s[4]
+    end
+  end
+  if #c.taken_back > 0 then take_back(c.taken_back, lost) end
+  if next(c.win) then stamp_starts(stamps, c.win, now) end
+  return lost
+end
+"""
