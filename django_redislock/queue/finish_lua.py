@@ -18,8 +18,9 @@ FINISH = """
 -- after those) that start now; one of them found expired since it was leased ahead is
 -- buried "expired" instead, uncharged (the expired counter is the key before the done set),
 -- and one its limits hold back now is parked. Reads every lease before its first write.
--- Returns the ids whose lease had been lost, "{expired}<id>" for each job buried as expired
--- and "{parked}<id>" for each job parked (ids never hold braces).
+-- Returns the ids whose lease had been lost, "{expired}<id>" for each job buried as expired,
+-- "{parked}<id>" for each job parked, and "{paused}" for a job that starts though its queue
+-- or task was paused since it was leased ahead (ids never hold braces).
 local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   local lost, finished, finishing, starting, done, expired = {}, {}, {}, {}, {}, {}
   for n = 0, n_finish - 1 do
@@ -35,7 +36,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   for n = 0, n_start - 1 do
     local i, key = at + 3 * n_finish + 2 * n, KEYS[JOB + 2 * n_finish + n]
     local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
-                        F.due, F.meta, F.priority)
+                        F.due, F.meta, F.priority, F.task)
     reads[#reads + 1] = {i, key, ok and f[1] == ARGV[i + 1] and f}
   end
   for _, job in ipairs(finishing) do
@@ -62,6 +63,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   -- Which may start: not expired since leased ahead, and let by their limits (counted now
   -- that the finished ones gave theirs back).
   local c = {out = {}, win = {}, taken_back = {}, parking = {}, paused = {}, now = now}
+  local paused = n_start > 0 and paused_now(lost)
   for _, r in ipairs(reads) do
     local i, key, f = r[1], r[2], r[3]
     if not f then
@@ -85,6 +87,9 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
           lost[#lost + 1] = '{parked}' .. ARGV[i]
         else
           starting[#starting + 1] = {key, f[3], f[4], ARGV[i], admitted}
+          -- paused since it was leased ahead: it runs (its worker did not wait), and its
+          -- worker gives back the others it leased ahead
+          if paused and (paused['*'] or paused[f[8]]) then lost[#lost + 1] = '{paused}' end
         end
       end
     end

@@ -4,6 +4,7 @@ worker left. Mixed into ``Queue``."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -113,7 +114,8 @@ class Operations:
         for job_id, fields, score in zip(ids, replies[::2], replies[1::2], strict=True):
             if score is None or (done and not fields):  # gone meanwhile, or expired
                 continue
-            jobs.append((self._job(job_id, fields), int(score)))
+            ready = state == JobState.READY  # (in the ready set: ready, whatever it says)
+            jobs.append((self._job(job_id, fields, ready=ready), int(score)))
         return jobs
 
     def peek(self, count: int = 1) -> list[Job]:
@@ -171,9 +173,11 @@ class Operations:
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(self.keys.job(job_id))
         pipe.hgetall(self.keys.result(job_id))
-        for fields in pipe.execute(raise_on_error=False):  # a pending job first
+        pipe.zscore(self.keys.ready, job_id)
+        pending, result, ready = pipe.execute(raise_on_error=False)
+        for fields in (pending, result):  # a pending job first
             if isinstance(fields, Exception) or fields:
-                return self._job(job_id, fields)
+                return self._job(job_id, fields, ready=ready is not None and fields is pending)
         raise JobNotFound(f"No job {job_id!r} in queue {self.name!r}.")
 
     def enqueue_options(self, job_id: str) -> EnqueueOptions:
@@ -188,10 +192,16 @@ class Operations:
         left = ttl / 1000 if isinstance(ttl, int) and ttl > 0 else None
         return EnqueueOptions(left, number(debounce) / 1000 if debounce is not None else None)
 
-    def _job(self, job_id: str, fields: Any) -> Job:
+    def _job(self, job_id: str, fields: Any, *, ready: bool = False) -> Job:
+        """The job of hash ``fields``; ``ready``: it is in the ready set, where a freed
+        permit, a resume or its rate sent it back from the parked set without touching its
+        hash (``limit_lua``), which still says parked until a fetch takes it."""
         if isinstance(fields, Exception):  # not a hash: POP sets such a key aside
             return not_a_hash(job_id, self.name)
-        return from_hash(job_id, self.name, {text(k): v for k, v in fields.items()})
+        job = from_hash(job_id, self.name, {text(k): v for k, v in fields.items()})
+        if ready and job.state == JobState.PARKED:
+            return dataclasses.replace(job, state=JobState.READY.value)
+        return job
 
     def requeue(self, job_id: str) -> bool:
         """Run a scheduled or dead job now (a dead one with its attempts reset)."""

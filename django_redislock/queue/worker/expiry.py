@@ -8,7 +8,9 @@ leased."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from ...exceptions import RedisUnavailable
 from ..job_keys import CONCURRENCY_META, RATE_META
@@ -20,6 +22,7 @@ logger = logging.getLogger("django_redislock.queue.leases")  # the name users' L
 
 EXPIRED_MARK = "{expired}"  # START's mark on a job it buried as expired (ids hold no braces)
 PARKED_MARK = "{parked}"  # START's mark on a job its limits held back as it started
+PAUSED_MARK = "{paused}"  # START's mark on a job leased ahead of a pause (it runs all the same)
 # POP's notes of a repaired concurrency-limit state (``limit_lua``): a permit taken back
 # ("<key> <id>"), a held or parked set that was not a sorted set (its Redis key).
 PERMIT_MARK, LIMITS_MARK = "{permit}", "{limits}"
@@ -30,6 +33,9 @@ class ExpiredAtStart:
 
     def __init__(self) -> None:
         self.ids: set[str] = set()
+        # Set when a START says its queue (or the job's task) was paused since the job was
+        # leased ahead: the worker gives back the others it leased ahead.
+        self.paused = threading.Event()
 
     def lost(self, lost: Sequence[str]) -> None:
         """What a START or POP reported: jobs expired (not run), else leases lost."""
@@ -42,6 +48,9 @@ class ExpiredAtStart:
                 job_id = job_id[len(PARKED_MARK) :]
                 logger.debug("Job %s, leased ahead, waits for its limits: parked.", job_id)
                 self.ids.add(job_id)
+            elif job_id.startswith(PAUSED_MARK):
+                logger.info("A pause came after jobs were leased ahead: they go back.")
+                self.paused.set()
             elif job_id.startswith(PERMIT_MARK):
                 key, _, held_by = job_id[len(PERMIT_MARK) :].rpartition(" ")
                 logger.warning(
@@ -77,3 +86,16 @@ class ExpiredAtStart:
             self.ids.discard(job.id)
             return False
         return True
+
+
+def paused_since(ahead: Sequence[tuple[Any, Job]]) -> bool:
+    """Whether the queue (or the task) of a job leased ahead was paused since (the keeper
+    asks while the worker holds jobs ahead)."""
+    try:
+        for queue in {q for q, _ in ahead}:
+            paused = queue.paused()
+            if "*" in paused or any(job.task in paused for q, job in ahead if q is queue):
+                return True
+    except RedisUnavailable:
+        pass
+    return False

@@ -5,7 +5,8 @@ finished before it, without waiting for the reply (``channel``): an attempt is c
 its job starts, so a job that kills its worker uses up its own attempts, never those of the
 jobs leased behind it. The keeper thread bounds what leasing ahead costs: a finished job
 waits at most ``ACK_HOLD`` for its acknowledgement, and jobs leased ahead of one running
-longer than ``GIVE_BACK_AFTER``, or of a stop request, go back to the queue at once."""
+longer than ``GIVE_BACK_AFTER``, of a stop request or of a pause (seen by the keeper, or in
+a START's reply), go back to the queue at once."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..queue import Job, Queue
 from .acknowledgements import ACK_HOLD, Acknowledgements, Finished
 from .background import Background, periodic
 from .channel import Channel
-from .expiry import ExpiredAtStart
+from .expiry import ExpiredAtStart, paused_since
 from .renewal import Leased, Renewal
 
 logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
@@ -97,11 +98,30 @@ class Leases:
         self._give_back()
 
     def next(self) -> Leased | None:
+        if self.ahead and self.flight is not None:
+            self.flight.poll()  # (the STARTs' replies come: one may say a pause came)
+        if self.expired.paused.is_set():
+            self._give_back_ahead()
         with self.held:
             return self.ahead.popleft() if self.ahead else None
 
+    def _give_back_ahead(self) -> None:
+        """A pause came after jobs were leased ahead: they go back (POP holds them now)."""
+        self.expired.paused.clear()
+        with self.held:
+            ahead = list(self.ahead)
+            self.ahead.clear()
+        try:
+            self._release(ahead)
+        except RedisUnavailable:  # their leases lapse: POP takes them back
+            logger.debug("Could not give back the jobs leased ahead of a pause.")
+
     def has_ahead(self) -> bool:
         return bool(self.ahead)
+
+    def ahead_jobs(self) -> list[tuple[Queue, Job]]:
+        with self.held:
+            return [(queue, job) for queue, job in self.ahead]
 
     def fetch_ahead(self, budget: int | None) -> float | None:
         """Acknowledge the finished jobs and lease up to ``prefetch`` more (at most
@@ -259,6 +279,8 @@ class Leases:
         self._release(ahead)
         for channel in self.channels.values():
             channel.poll()
+        if self.expired.paused.is_set() or (self.ahead and paused_since(self.ahead_jobs())):
+            self._give_back_ahead()
 
     def _collect(self, flight: Channel) -> float | None:
         """Read the fetch in flight: its jobs join those leased ahead. Returns its wait."""
