@@ -226,14 +226,17 @@ if count > 0 then
     else
       redis.call('HSET', key, F.state, S.running, F.lease, token, F.worker, worker)
     end
-    if job[4] and charge then  -- (leased ahead: its START takes them)
+    if job[4] then
       redis.call('HSET', key, F.permit, job[4])
       holding[#holding + 1] = 0
       holding[#holding + 1] = job[4] .. '\\0' .. id
     end
-    if job[5] and charge then
+    if job[5] then  -- (leased ahead: its START moves the start to when it really starts)
       stamps[#stamps + 1] = job[5]
       stamps[#stamps + 1] = id
+      if not charge then
+        redis.call('HSET', key, F.stamp, job[5] .. '\\0' .. string.format('%015d', now) .. id)
+      end
     end
     expiries[#expiries + 1] = now + lease
     expiries[#expiries + 1] = id
@@ -243,7 +246,7 @@ if count > 0 then
     end
   end
   if #holding > 0 then zadd_all(HELD, holding) end
-  if next(c.win) and charge then stamp_starts(stamps, c.win, now) end
+  if next(c.win) then stamp_starts(stamps, c.win, now) end
   if #expiries > 0 then
     zadd_all(RUN, expiries)
     if not run_at or now + lease < run_at then run_at = now + lease end

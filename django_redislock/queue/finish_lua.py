@@ -2,11 +2,12 @@
 START sends as a job leased ahead starts (with the jobs finished before it), and what POP
 does first. The last piece of the queue scripts' prelude (``lua``): it uses the others.
 
-A job leased ahead (charge "0") took no permit of its concurrency key and made no start of
-its rate key when it was leased: both are taken here, as it starts, or it is parked
-("{parked}<id>" in the reply; its worker, which waits for the reply of a job with limits,
-does not run it). The finished jobs give their permits back first, so a worker running one
-job of a key after another never refuses its own next one."""
+A job leased ahead (charge "0") took its concurrency key's permit and its rate key's start
+when it was leased (as a job that starts at once does); its start is noted again here, at
+the moment it really starts (``F.stamp``): the window then holds the real starts, which
+come later than the leases, and never lets more than the rate start within one period.
+A job of a queue or task paused since it was leased ahead runs all the same (its worker did
+not wait for the reply); the reply says "{paused}", and its worker gives the others back."""
 
 from __future__ import annotations
 
@@ -16,11 +17,10 @@ FINISH = """
 -- in the done set, the last key; their job and result keys from KEYS[JOB]), then charge the
 -- attempt of the ``n_start`` jobs described after them (id, lease token; their job keys
 -- after those) that start now; one of them found expired since it was leased ahead is
--- buried "expired" instead, uncharged (the expired counter is the key before the done set),
--- and one its limits hold back now is parked. Reads every lease before its first write.
--- Returns the ids whose lease had been lost, "{expired}<id>" for each job buried as expired,
--- "{parked}<id>" for each job parked, and "{paused}" for a job that starts though its queue
--- or task was paused since it was leased ahead (ids never hold braces).
+-- buried "expired" instead, uncharged (the expired counter is the key before the done set).
+-- Reads every lease before its first write. Returns the ids whose lease had been lost,
+-- "{expired}<id>" for each job buried as expired, and "{paused}" for a job that starts
+-- though its queue or task was paused since it was leased ahead (ids never hold braces).
 local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   local lost, finished, finishing, starting, done, expired = {}, {}, {}, {}, {}, {}
   for n = 0, n_finish - 1 do
@@ -36,7 +36,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
   for n = 0, n_start - 1 do
     local i, key = at + 3 * n_finish + 2 * n, KEYS[JOB + 2 * n_finish + n]
     local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
-                        F.due, F.meta, F.priority, F.task)
+                        F.due, F.meta, F.permit, F.stamp, F.task)
     reads[#reads + 1] = {i, key, ok and f[1] == ARGV[i + 1] and f}
   end
   for _, job in ipairs(finishing) do
@@ -60,9 +60,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
     end
     if follow then run_next(key, ARGV[i], follow, now) end
   end
-  -- Which may start: not expired since leased ahead, and let by their limits (counted now
-  -- that the finished ones gave theirs back).
-  local c = {out = {}, win = {}, taken_back = {}, parking = {}, paused = {}, now = now}
+  -- Which may start: not expired since leased ahead; their rate starts moved to now.
   local paused = n_start > 0 and paused_now(lost)
   for _, r in ipairs(reads) do
     local i, key, f = r[1], r[2], r[3]
@@ -70,37 +68,20 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
       lost[#lost + 1] = ARGV[i]
     elseif f[2] ~= f[1] then  -- (started under this lease already: nothing to do)
       local x = expires_ms(f[6])
-      local lim, rl = limit_of(f[6]) or false, rate_of(f[6]) or false
-      local admitted = nil
       if x and now > (num(f[5], 0) or 0) + x then  -- expired since: never started
-        expired[#expired + 1] = {key, ARGV[i]}
+        expired[#expired + 1] = {key, ARGV[i], f[7], f[8]}
         lost[#lost + 1] = '{expired}' .. ARGV[i]
       else
-        if lim or rl then
-          local pr = num(f[7], 0) or 0
-          if pr < -100 or pr > 100 then pr = 0 end
-          admitted = admit(key, ARGV[i], '', lim, rl, c, (100 - pr) * BAND)
-        end
-        if admitted == false then
-          redis.call('HDEL', key, F.lease, F.worker)
-          finished[#finished + 1] = ARGV[i]
-          lost[#lost + 1] = '{parked}' .. ARGV[i]
-        else
-          starting[#starting + 1] = {key, f[3], f[4], ARGV[i], admitted}
-          -- paused since it was leased ahead: it runs (its worker did not wait), and its
-          -- worker gives back the others it leased ahead
-          if paused and (paused['*'] or paused[f[8]]) then lost[#lost + 1] = '{paused}' end
-        end
+        starting[#starting + 1] = {key, f[3], f[4], ARGV[i], f[8]}
+        if paused and (paused['*'] or paused[f[9]]) then lost[#lost + 1] = '{paused}' end
       end
     end
   end
   for _, e in ipairs(expired) do
+    free_permit(e[1], e[2], e[3])
+    unstamp(e[1], e[4])
     bury_expired(e[1], e[2], now)
     finished[#finished + 1] = e[2]
-  end
-  if #c.parking > 0 then
-    limit_sets_checked(lost)
-    park_all(c.parking)
   end
   if #finished > 0 then zrem_all(RUN, finished) end
   if #done > 0 then
@@ -111,20 +92,12 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
     local old = redis.call('ZCOUNT', index, '-inf', string.format('(%.0f', now - ttl))
     if old > 0 then redis.call('ZREMRANGEBYRANK', index, 0, math.min(old, 1000 + #done / 2) - 1) end
   end
-  local stamps = {}
   for _, s in ipairs(starting) do
     local ws, attempt = with_worker(s[3], worker), (num(s[2], 0) or 0) + 1
     redis.call('HSET', s[1], F.attempts, attempt, F.started_lease, worker .. '#' .. attempt,
                F.started, now, F.workers, ws)
-    local admitted = s[5]
-    if admitted and admitted[1] then take_permit(s[1], s[4], admitted[1]) end
-    if admitted and admitted[2] then
-      stamps[#stamps + 1] = admitted[2]
-      stamps[#stamps + 1] = s[4]
-    end
+    if s[5] then restamp(s[1], s[4], s[5], now) end
   end
-  if #c.taken_back > 0 then take_back(c.taken_back, lost) end
-  if next(c.win) then stamp_starts(stamps, c.win, now) end
   return lost
 end
 """

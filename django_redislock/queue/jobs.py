@@ -88,10 +88,11 @@ class Field:
     # Enqueue-decided options (``job_options``; ``expires`` lives in the metadata, a
     # ``unique_for`` window in its marker key):
     DEBOUNCED = "dbn"  # the debounce (ms) that set its due time; absent: not debounced
-    # Keyed concurrency (``limit_lua``): the key whose permit a leased job holds; a parked
-    # job's member of the parked set.
+    # Keyed limits (``limit_lua``): the key whose permit a leased job holds; a parked job's
+    # member of the parked set.
     PERMIT = "ck"
     PARKED = "pk"
+    STAMP = "rs"  # a job leased ahead: its rate start as noted at its lease (moved at START)
 
     @classmethod
     def names(cls) -> dict[str, str]:

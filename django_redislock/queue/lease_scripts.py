@@ -20,7 +20,7 @@ local back = {}
 for j = 1, n do
   local key = KEYS[JOB - 1 + j]
   local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.priority, F.attempts, F.workers,
-                      F.started_lease, F.permit)
+                      F.started_lease, F.permit, F.stamp)
   if ok and f[1] == ARGV[2 * j] then back[#back + 1] = {j, key, f} end
 end
 local now = false
@@ -30,6 +30,7 @@ for _, b in ipairs(back) do
   local asked = redis.call('HGET', key, F.cancel)
   redis.call('ZREM', RUN, id)
   free_permit(key, id, f[6])
+  unstamp(key, f[7])  -- (leased ahead, never started: not a start)
   if asked then  -- cancelled before it started
     now = now or now_ms()
     bury_cancelled(key, id, now, asked)

@@ -144,10 +144,22 @@ local function park_all(parking)
   end
 end
 
--- Job ``id`` (hash at ``key``) takes a permit of concurrency key ``k``.
-local function take_permit(key, id, k)
-  redis.call('HSET', key, F.permit, k)
-  redis.call('ZADD', HELD, 0, k .. '\\0' .. id)
+-- Job ``id`` (hash at ``key``), leased ahead, starts now: its rate start, noted as it was
+-- leased (``member``), is moved to now (the window holds real starts).
+local function restamp(key, id, member, now)
+  local rk = string.match(member, '^(.-)%z')
+  redis.call('HDEL', key, F.stamp)
+  if not rk then return end
+  pcall(redis.call, 'ZREM', STARTS, member)
+  pcall(redis.call, 'ZADD', STARTS, 0, rk .. '\\0' .. string.format('%015d', now) .. id)
+end
+
+-- Job ``key``, leased ahead, never started (given back, or expired): its rate start, noted
+-- as it was leased (``member``, or false), goes.
+local function unstamp(key, member)
+  if not member then return end
+  redis.call('HDEL', key, F.stamp)
+  pcall(redis.call, 'ZREM', STARTS, member)
 end
 
 -- Take back the permits ``admit`` found held by jobs no longer running, noting each in

@@ -18,6 +18,7 @@ from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
 from tests import keyed_tasks
 from tests.keyed_tasks import SPANS
+from tests.support.counts import job_counts
 from tests.support.fixtures import Processes
 from tests.support.servers import RedisServer
 from tests.support.waiting import wait_for
@@ -170,3 +171,17 @@ def test_the_limits_hold_through_a_redis_restart_with_its_aof(
             assert most_at_once([r for r in runs if r["user"] == user]) <= 2
         assert queue.counts() == {**queue.counts(), "ready": 0, "parked": 0, "dead": 0}
         assert queue.client.zcard(queue.keys.held) == 0
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_a_burst_worker_runs_every_parked_job_before_it_stops(queue: Any, concurrency: int) -> None:
+    """A key's jobs are parked behind its running one, and let go by its end: a burst
+    worker (``--burst``) must not take "nothing ready" for "nothing left" while its own
+    last end, not yet sent, still holds the permit."""
+    for n in range(40):
+        queue.enqueue(PLAIN, [n, 0.0], concurrency_key="hot")
+    for n in range(100, 120):
+        queue.enqueue(PLAIN, [n, 0.0])
+    Worker(["default"], concurrency=concurrency, burst=True).run()
+    assert queue.counts() == job_counts()
+    assert sorted(r["n"] for r in spans()) == [*range(40), *range(100, 120)]

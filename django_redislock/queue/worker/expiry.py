@@ -1,9 +1,9 @@
-"""Expiry and limits as a worker serving one job at a time sees them: a job leased ahead may
-expire before its turn comes, or find its concurrency key or rate key full by then. Its
-START (which charges the attempt, and takes the permit or the start) buries it "expired" or
-parks it instead, and says so in its reply; for a job with an expiry or limits the worker
-waits for that reply before it runs the job. POP checks every other job before it is
-leased."""
+"""Expiry and pauses as a worker serving one job at a time sees them: a job leased ahead may
+expire before its turn comes. Its START (which charges the attempt) buries it "expired"
+instead, and says so in its reply; for a job with an expiry the worker waits for that reply
+before it runs the job. POP checks every other job before it is leased. A START's reply
+also says when the job's queue (or task) was paused since it was leased ahead: the worker
+then gives back the others it leased ahead."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...exceptions import RedisUnavailable
-from ..job_keys import CONCURRENCY_META, RATE_META
 from ..job_options import EXPIRES_KEY
 from ..jobs import Job
 from .channel import Channel
@@ -21,7 +20,6 @@ from .channel import Channel
 logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
 
 EXPIRED_MARK = "{expired}"  # START's mark on a job it buried as expired (ids hold no braces)
-PARKED_MARK = "{parked}"  # START's mark on a job its limits held back as it started
 PAUSED_MARK = "{paused}"  # START's mark on a job leased ahead of a pause (it runs all the same)
 # POP's notes of a repaired concurrency-limit state (``limit_lua``): a permit taken back
 # ("<key> <id>"), a held or parked set that was not a sorted set (its Redis key).
@@ -43,10 +41,6 @@ class ExpiredAtStart:
             if job_id.startswith(EXPIRED_MARK):
                 job_id = job_id[len(EXPIRED_MARK) :]
                 logger.info("Job %s expired before it could start; it will not run.", job_id)
-                self.ids.add(job_id)
-            elif job_id.startswith(PARKED_MARK):
-                job_id = job_id[len(PARKED_MARK) :]
-                logger.debug("Job %s, leased ahead, waits for its limits: parked.", job_id)
                 self.ids.add(job_id)
             elif job_id.startswith(PAUSED_MARK):
                 logger.info("A pause came after jobs were leased ahead: they go back.")
@@ -72,11 +66,9 @@ class ExpiredAtStart:
 
     def may_start(self, channel: Channel, job: Job) -> bool:
         """Whether ``job``, whose START was just sent on ``channel``, may run: always
-        without an expiry or limits; else once START's reply is read, unless it buried or
-        parked the job (or the reply could not be read: its lease then lapses, and POP
-        decides again)."""
-        meta = job.meta
-        if EXPIRES_KEY not in meta and CONCURRENCY_META not in meta and RATE_META not in meta:
+        without an expiry; else once START's reply is read, unless it buried the job (or
+        the reply could not be read: its lease then lapses, and POP decides again)."""
+        if EXPIRES_KEY not in job.meta:
             return True
         try:
             channel.sync()

@@ -98,9 +98,7 @@ class Leases:
         self._give_back()
 
     def next(self) -> Leased | None:
-        if self.ahead and self.flight is not None:
-            self.flight.poll()  # (the STARTs' replies come: one may say a pause came)
-        if self.expired.paused.is_set():
+        if self.expired.paused.is_set():  # (a START's reply, read by the keeper, said so)
             self._give_back_ahead()
         with self.held:
             return self.ahead.popleft() if self.ahead else None
@@ -216,6 +214,16 @@ class Leases:
             self.finished.add(queue, job, value)
         else:  # at once, so that no finished job depends on this process living on
             self.channels[queue].note([(job, value)])
+
+    def settle(self) -> bool:
+        """Before going idle: send the acknowledgements held and read every reply (an end
+        may have freed a permit, and let a parked job go). True when there were any."""
+        finished = self.finished.take_all()
+        pending = bool(finished) or any(c.pending for c in self.channels.values())
+        self._acknowledge(finished)
+        for channel in self.channels.values():
+            channel.sync()
+        return pending
 
     def sync(self, queue: Queue) -> None:  # before a failure: Redis saw the start first
         if self.one_at_a_time:

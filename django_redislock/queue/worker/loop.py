@@ -192,6 +192,8 @@ class Worker:
                 if wait is False:
                     continue  # failed, and waited out the backoff
                 if not leases.has_ahead():
+                    if wait != 0 and self.guard.attempt(leases.settle) is True:
+                        continue  # its ends may have let parked jobs go: fetch again
                     if self.burst and wait != 0:
                         break
                     close_stale_connections()  # as after a request: none kept open idle
@@ -221,6 +223,8 @@ class Worker:
                 started, wait = found
                 if not started:
                     if self.burst and wait != 0 and not self.leases.running_count():
+                        if self.guard.attempt(self.leases.settle) is True:
+                            continue  # its ends may have let parked jobs go: fetch again
                         break
                     self.guard.attempt(self.waiter.wait_for, wait)
             # leaving the block waits for the running jobs: the drain
