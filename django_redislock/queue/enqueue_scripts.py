@@ -9,7 +9,8 @@ from .lua import script
 __all__ = ["ADD", "ENQUEUE"]
 
 # ENQUEUE's common case in fewer steps: one job whose id was just generated (so no job of
-# that id is pending, and none is looked up). KEYS: the fixed keys, then the job's key.
+# that id is pending, and none is looked up). KEYS: the first six fixed keys (ready, sched,
+# run, dead, seq, wake: ``QueueKeys.producing``), then the job's key, last.
 # ARGV: the job's 7 values, as ENQUEUE takes them. Returns one number: when it was enqueued
 # (epoch ms), negated when the job was scheduled rather than made ready; its due time
 # follows from that and its due argument (``Queue.add`` turns this into ENQUEUE's values).
@@ -22,12 +23,12 @@ if due <= 0 then due = now - due end
 if due <= now then
   redis.call('ZADD', READY, (100 - tonumber(ARGV[6])) * BAND + redis.call('INCR', SEQ), ARGV[1])
   if redis.call('RPUSH', WAKE, 1) > 128 then redis.call('LTRIM', WAKE, -64, -1) end
-  write_job(KEYS[JOB], 1, S.ready, due, now)
+  write_job(KEYS[#KEYS], 1, S.ready, due, now)
   return now
 end
 redis.call('ZADD', SCHED, due, ARGV[1])
 if due <= head(SCHED) then wake(1) end  -- a sleeping worker must shorten its wait
-write_job(KEYS[JOB], 1, S.scheduled, due, now)
+write_job(KEYS[#KEYS], 1, S.scheduled, due, now)
 return -now
 """,
 )

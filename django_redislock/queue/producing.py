@@ -176,7 +176,7 @@ class Producing(OptedEnqueue):
         script is on its way to Redis (see ``run_script``)."""
         keys = self.keys
         now = run_script(
-            self.client, ADD, (*keys.fixed, keys.job_prefix + values[0]), values, meanwhile
+            self.client, ADD, (*keys.producing, keys.job_prefix + values[0]), values, meanwhile
         )
         due = values[6]
         due = due if due > 0 else abs(now) - due
