@@ -16,12 +16,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from ...exceptions import RedisUnavailable
 from ..queue import Job, Queue
-from .acknowledgements import ACK_HOLD, Acknowledgements, Finished
+from .acknowledgements import ACK_HOLD, Acknowledgements
 from .background import Background, periodic
 from .channel import Channel
 from .expiry import ExpiredAtStart, paused_since
+from .giving_back import GivingBack
 from .renewal import Leased, Renewal
 
 logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
@@ -38,7 +38,7 @@ def _sooner(soonest: float | None, wait: float | None) -> float | None:
     return wait if wait is not None and (soonest is None or wait < soonest) else soonest
 
 
-class Leases:
+class Leases(GivingBack):
     """The jobs a worker holds: leased ahead, running, finished and not yet acknowledged.
     ``one_at_a_time``: jobs are leased ahead and charged as they start, and finished ones
     are acknowledged with the next start or fetch; else each is charged as it is fetched
@@ -102,17 +102,6 @@ class Leases:
             self._give_back_ahead()
         with self.held:
             return self.ahead.popleft() if self.ahead else None
-
-    def _give_back_ahead(self) -> None:
-        """A pause came after jobs were leased ahead: they go back (POP holds them now)."""
-        self.expired.paused.clear()
-        with self.held:
-            ahead = list(self.ahead)
-            self.ahead.clear()
-        try:
-            self._release(ahead)
-        except RedisUnavailable:  # their leases lapse: POP takes them back
-            logger.debug("Could not give back the jobs leased ahead of a pause.")
 
     def has_ahead(self) -> bool:
         return bool(self.ahead)
@@ -215,16 +204,6 @@ class Leases:
         else:  # at once, so that no finished job depends on this process living on
             self.channels[queue].note([(job, value)])
 
-    def settle(self) -> bool:
-        """Before going idle: send the acknowledgements held and read every reply (an end
-        may have freed a permit, and let a parked job go). True when there were any."""
-        finished = self.finished.take_all()
-        pending = bool(finished) or any(c.pending for c in self.channels.values())
-        self._acknowledge(finished)
-        for channel in self.channels.values():
-            channel.sync()
-        return pending
-
     def sync(self, queue: Queue) -> None:  # before a failure: Redis saw the start first
         if self.one_at_a_time:
             self.channels[queue].sync()
@@ -299,32 +278,3 @@ class Leases:
         with self.held:
             self.ahead.extend(Leased(flight.queue, job) for job in jobs)
         return wait
-
-    def _acknowledge(self, finished: dict[Queue, Finished]) -> None:
-        for queue, done in finished.items():  # not waiting; what cannot be sent comes back
-            self.channels[queue].note(done)
-
-    def _release(self, ahead: list[Leased]) -> None:  # not started: not an attempt
-        for queue in self.queues:
-            jobs = [job for q, job in ahead if q is queue]
-            if jobs:
-                logger.debug("Giving back %d job(s) leased ahead.", len(jobs))
-                queue.release(jobs)
-
-    def _give_back(self) -> None:
-        try:
-            if self.flight is not None:
-                self._collect(self.flight)
-            finished = self.finished.take_all()
-            with self.held:
-                ahead = list(self.ahead)
-                self.ahead.clear()
-            self._acknowledge(finished)
-            for channel in self.channels.values():
-                channel.sync()
-            self._release(ahead)
-        except RedisUnavailable:
-            logger.warning("Redis is unreachable at exit; unacknowledged jobs run again later.")
-        finally:
-            for channel in self.channels.values():
-                channel.close()
