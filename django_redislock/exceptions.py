@@ -67,6 +67,12 @@ class RetryLater(QueueError):
         self.delay = float(delay)
 
 
+class DependencyFailed(QueueError):
+    """A job that waited for others (``depends_on``, a workflow's step) ended dead because
+    one of them ended dead: it never ran. Its error names that dependency. A step with
+    ``run_when="finished"`` runs however its dependencies ended instead."""
+
+
 class StockError(RedisLockError):
     """Base of stock errors; ``stock_name`` names the stock concerned."""
 

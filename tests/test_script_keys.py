@@ -45,7 +45,10 @@ KNOWN_VIOLATIONS: dict[str, set[str]] = {}
 # Scripts this workload cannot reach, each with why. Empty: every script runs.
 UNREACHED: set[str] = set()
 
-QUEUES = {"default": {"LEASE": 5, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05}}
+QUEUES = {
+    "default": {"LEASE": 5, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05},
+    "other": {"LEASE": 5, "MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05},
+}
 SCHEDULE = {"tick": {"task": "tests.tasks.record", "every": 60, "args": [0]}}
 T0 = 1_700_000_040.0  # a whole multiple of 60 s, in the past: its ticks are due at once
 
@@ -384,6 +387,39 @@ def exercise_job_limits(queue: Any) -> None:
     queue.purge("ready")
 
 
+def exercise_dependencies() -> None:
+    """Issue 28's: dependencies in one queue and across two (registered and told through
+    the outbox), a cascade, a join woken, progress published, a workflow cancelled."""
+    from django_redislock.workflows import chain, step
+
+    from .workflow_tasks import step as step_task
+
+    queue, other = get_queue(), get_queue("other")
+    parent = queue.enqueue("t", job_id="dep-parent")
+    child = queue.enqueue("t", job_id="dep-child", depends_on=[parent])
+    other.enqueue("t", depends_on=[parent, child])  # registered through the outbox
+    [job] = queue.pop(worker="w")
+    assert queue.publish(job, '{"a": 1}', "1/2")
+    assert queue.ack(job, "1")  # the child ready in the same script; the other told
+    [job] = queue.pop(worker="w")
+    woken: list[Any] = []
+    joiner = threading.Thread(target=lambda: woken.append(queue.join(job.id, timeout=10)))
+    joiner.start()
+    until(lambda: queue.client.hget(queue.keys.job(job.id), "jw") is not None)
+    assert queue.ack(job, "2")  # the joiner woken through the outbox
+    joiner.join(15)
+    assert woken[0].state == "done"
+    dying = queue.enqueue("t", job_id="dep-dying")
+    queue.enqueue("t", depends_on=[dying])
+    [job] = queue.pop(worker="w")
+    assert queue.bury(job, "never")  # its dependant ends dead too
+    workflow = chain(step(step_task, "a"), step(step_task, "b")).enqueue()
+    assert workflow.cancel() == 2
+    for q in (queue, other):
+        q.purge("ready")
+        q.purge("dead")
+
+
 def exercise_wakeups() -> None:
     """Waiters beyond the threads' share of a small pool wait through the process's wake-up
     listener (its NUDGE), and are woken by the release's hand-off."""
@@ -443,6 +479,7 @@ def test_every_key_a_script_touches_is_in_its_keys(nodes: list[tuple[str, int]])
         exercise_queue()
         exercise_queue_corners()
         exercise_stocks()
+        exercise_dependencies()
         exercise_wakeups()
     violations, seen = monitoring.violations(scripts, conf.KEY_PREFIX)
     assert monitoring.stray == 0, "script lines that no EVAL/EVALSHA line accounts for"

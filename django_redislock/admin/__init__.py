@@ -23,10 +23,11 @@ from .job_pages import JobPages
 from .pages import Pages
 from .rendering import ModelAdmin, can
 from .schedule_page import SchedulePage
+from .workflow_pages import WorkflowPages
 
 
 @admin.register(Dashboard)
-class DashboardAdmin(Pages, JobPages, SchedulePage, ActionViews, ModelAdmin):
+class DashboardAdmin(Pages, JobPages, WorkflowPages, SchedulePage, ActionViews, ModelAdmin):
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return can(request, VIEW)
 
@@ -49,6 +50,8 @@ class DashboardAdmin(Pages, JobPages, SchedulePage, ActionViews, ModelAdmin):
             ("semaphores/", self.semaphores_view, "semaphores"),
             ("schedule/", self.schedule_view, "schedule"),
             ("queues/<str:queue>/job/", self.job_view, "job"),
+            ("queues/<str:queue>/workflows/", self.workflows_view, "workflows"),
+            ("queues/<str:queue>/workflow/", self.workflow_view, "workflow"),
             ("queues/<str:queue>/<str:state>/", self.jobs_view, "jobs"),
             ("confirm/<str:action>/", require_GET(self.confirm_view), "confirm"),
             ("action/<str:action>/", require_POST(self.action_view), "action"),

@@ -147,7 +147,9 @@ _describe_retry, _retry = _requeuer(
 
 
 def _describe_delete(t: Mapping[str, str]) -> dict[str, Any]:
-    queue, job = job_in(t, JobState.READY, JobState.SCHEDULED, JobState.PARKED, JobState.DEAD)
+    queue, job = job_in(
+        t, JobState.READY, JobState.SCHEDULED, JobState.PARKED, JobState.WAITING, JobState.DEAD
+    )
     return {
         "summary": f"Delete {job.state} job “{job.id}” ({job.task}) of queue “{queue.name}”. "
         "It will not run.",
@@ -284,4 +286,5 @@ JOB_ACTIONS: dict[str, tuple[str, ...]] = {
     JobState.RUNNING: ("cancel",),
     JobState.DEAD: ("retry", "delete"),
     JobState.PARKED: ("delete",),
+    JobState.WAITING: ("delete",),
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 
@@ -14,6 +15,7 @@ from ..exceptions import JobNotFound
 from ..queue.arguments import checked_job_id
 from ..queue.job_options import job_expires_ms
 from ..queue.jobs import LISTED_STATES, JobState
+from ..queue.outbox import split_ref
 from ..queue.queue import Job, Queue, get_queue
 from ..queue.retry_policy import explained
 from .actions import ACTIONS, JOB_ACTIONS, MANAGE, due_at
@@ -23,6 +25,7 @@ from .paging import paginate
 from .rendering import Rendering, can
 from .shown import shown_name
 
+SHOWN_LINKS = 50  # of a job's dependencies and dependants, on its page
 # The states a queue's jobs are listed in, each a tab: the pending ones, then the finished.
 STATES = (*LISTED_STATES, JobState.PARKED, JobState.DONE)
 LABELS = {
@@ -107,6 +110,21 @@ class JobPages(Rendering):
             "held": q.held_back(job) if job.state == JobState.PARKED else "",
         }
 
+    def _linked(self, queue: str, refs: tuple[str, ...]) -> list[tuple[str, str]]:
+        """The jobs ``refs`` name (as a job of ``queue`` names them), each with its page."""
+        linked = []
+        for ref in refs[:SHOWN_LINKS]:
+            name, job_id = split_ref(ref, queue)
+            url = self.job_url(name, job_id) if name in conf.QUEUES else ""
+            linked.append((job_id if name == queue else f"{name}: {job_id}", url))
+        return linked
+
+    def _workflow_url(self, job: Job) -> str:
+        workflow, home = job.meta.get("workflow"), job.meta.get("workflow_queue")
+        if not isinstance(workflow, str) or home not in conf.QUEUES:
+            return ""
+        return f"{self._url('workflow', home)}?{urlencode({'id': workflow})}"
+
     def _actions(self, request: HttpRequest, q: Queue, job: Job, left: str) -> list[Any]:
         names = list(JOB_ACTIONS.get(job.state, ()))
         if left:
@@ -140,6 +158,9 @@ class JobPages(Rendering):
                 "expires": (job_expires_ms(job.meta) or 0) / 1000,
                 "settled": job.state in (JobState.DEAD, JobState.DONE),
                 "state_url": self._url("jobs", queue, job.state) if job.state in STATES else "",
+                "depends_on": self._linked(queue, job.depends_on),
+                "dependants": self._linked(queue, job.dependants),
+                "workflow_url": self._workflow_url(job),
             }
 
         shown = shown_name(job_id, checked_job_id)

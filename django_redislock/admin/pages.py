@@ -52,6 +52,7 @@ class Pages(Rendering):
                         "name": name,
                         "states": [(s, counts[s], self._url("jobs", name, s)) for s in STATES],
                         "oldest": oldest,
+                        "workflows_url": self._url("workflows", name),
                         "paused": [
                             (
                                 "the whole queue" if what == "*" else what,

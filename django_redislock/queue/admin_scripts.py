@@ -13,7 +13,9 @@ from .lua import script
 # Deletes the job, and with it its unique_for window: 1; or, running (and ARGV[4] given),
 # marks it asked to stop: 2 (its worker stops it; it is then dead as cancelled, never run
 # again); 0 when missing, in another state or since rescheduled. A dead id whose key is not
-# a hash is deleted too (delete cleans up what POP set aside).
+# a hash is deleted too (delete cleans up what POP set aside). A job deleted before it
+# ended ends its dependants as a dead one would (``depend_lua``): 3 when that left
+# something in the outbox.
 CANCEL = script(
     "cancel",
     """
@@ -40,8 +42,12 @@ if not (SETS[f[1]] or f[1] == S.parked) or not string.find(ARGV[3], f[1], 1, tru
 end
 if ARGV[2] ~= '' and f[2] ~= ARGV[2] then return 0 end
 unlist(key, id, f[1])
+if f[1] ~= S.dead then
+  local who = ARGV[4] ~= '' and ARGV[4] or 'an operator'
+  ended(key, id, S.dead, now_ms(), 'deleted before it ran, by ' .. who)
+end
 redis.call('DEL', key, corrupt, marker)
-return 1
+return OUTBOXED and 3 or 1
 """,
 )
 
@@ -73,13 +79,18 @@ return 1
 # KEYS: the fixed keys, then a state's sorted set, then per id its job key, its corrupt
 # key and its unique_for marker.  ARGV: ids read from that set (at most 1000)
 # Deletes the jobs still in the set (their unique_for windows with them); returns how many.
+# Their dependants (of jobs that had not ended) end as if they ended dead (``depend_lua``).
 PURGE = script(
     "purge",
     """
 if #ARGV > 1000 then return redis.error_reply('PURGE takes at most 1000 jobs') end
-local removed = 0
+local removed, now = 0, false
 for n, id in ipairs(ARGV) do
   if redis.call('ZREM', KEYS[JOB], id) == 1 then
+    if KEYS[JOB] ~= DEAD then
+      now = now or now_ms()
+      ended(KEYS[JOB - 2 + 3 * n], id, S.dead, now, 'purged before it ran')
+    end
     redis.call('DEL', KEYS[JOB - 2 + 3 * n], KEYS[JOB - 1 + 3 * n], KEYS[JOB + 3 * n])
     removed = removed + 1
   end

@@ -23,6 +23,7 @@ from functools import partial
 
 from django.db import transaction
 
+from ..exceptions import DependencyFailed
 from .arguments import Made
 from .job_codec import dumps, error_text, trimmed
 from .jobs import AttemptError, Job, JobState
@@ -84,6 +85,16 @@ def run_now(job: Job) -> Job:
         )
         return failed(job, exc, traceback.format_exc(), JobState.DEAD, started)
     return finished(job, value, started)
+
+
+def run_unless_failed(job: Job, dead: Sequence[str], anyway: bool) -> Job:
+    """``run_now``, for a job whose dependencies ran here before it: ``dead``, those that
+    ended dead; unless it runs ``anyway`` (run_when "finished"), one of them ends it dead
+    with ``DependencyFailed`` without running it."""
+    if dead and not anyway:
+        exc = DependencyFailed(f"Its dependency {dead[0]} ended dead.")
+        return failed(job, exc, "", JobState.DEAD, 0)
+    return run_now(job)
 
 
 def eager_job(queue_name: str, made: Made) -> Job:

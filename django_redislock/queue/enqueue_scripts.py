@@ -96,6 +96,7 @@ for n = 1, count do
     due = tonumber(f[2]) or now
     enqueued = tonumber(f[3]) or now
   else
+    local links = state and state ~= S.dead and links_of(key)
     if state then
       result = state == S.dead and 1 or 2
       unlist(key, id, state)
@@ -125,6 +126,7 @@ for n = 1, count do
       end
     end
     write_job(key, i, state, due, now)
+    relink(key, links)
   end
   results[#results + 1] = result
   results[#results + 1] = due

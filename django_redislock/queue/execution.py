@@ -17,12 +17,12 @@ from django.utils import timezone
 
 from ..exceptions import InvalidTask, RetryLater
 from ..metrics.tracing import traced_run
+from ..tasks.context import RedisTaskContext
 from ..tasks.new_results import running_result
 from ..tasks.receivers import Receivers, receivers
 from ..tasks.results import (
     NOT_A_TASK,
     Task,
-    TaskContext,
     TaskError,
     TaskResultStatus,
     restored,
@@ -95,7 +95,7 @@ def run_job(job: Job, watch: Watch | None = None) -> str:
     result = running_result(job, task, task.backend, timezone.now())
     started.send(task_result=result)
     try:
-        args = (TaskContext(task_result=result), *job.args) if task.takes_context else job.args
+        args = (RedisTaskContext(result, job), *job.args) if task.takes_context else job.args
         if watch is None:
             value = task.call(*args, **job.kwargs)
         else:  # as task.call does, under the limit

@@ -30,9 +30,11 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 # ARGV[1] how many candidates  ARGV[2] how many to lease (at most 1000)  ARGV[3] lease ms
 # ARGV[4] worker  ARGV[5] the queue's max attempts  ARGV[6] result TTL ms  ARGV[7] "1":
 # the leased jobs start now (charge their attempt), "0": leased ahead, charged when a later
-# call starts them  ARGV[8] how many jobs to finish, ARGV[9] how many jobs to start, then per job to
-# finish 3 values: id, lease token, return value (JSON; "" to keep no result), then per job
-# to start 2 values: id, lease token; then the candidates' ids.
+# call starts them  ARGV[8] how many jobs to finish, ARGV[9] how many jobs to start,
+# ARGV[10] how many of their dependants are given, then per job to finish 3 values: id,
+# lease token, return value (JSON; "" to keep no result), then per job to start 2 values:
+# id, lease token; then the dependants' ids (their keys after the started jobs' keys); then
+# the candidates' ids.
 # Finishes the given leased jobs (deleted, or kept as their result with the value for the
 # TTL), charges the attempt of the jobs that start, moves due scheduled jobs to ready, takes
 # back expired leases (to ready; to dead once a started attempt's lease ran out on the last
@@ -42,9 +44,11 @@ return {n > 0 and redis.call('ZRANGE', READY, 0, n - 1) or {},
 # unreadable goes to the dead set with the reason, alone; one not started within its expiry
 # (metadata "expires", s) of becoming due goes there as "expired", never leased, counted.
 # Returns {ms until the next due job or lease expiry (0: more are ready, -1: none), the ids
-# among the finished and started whose lease had been lost, then per leased job 11 values:
-# id, task, args, kwargs, metadata, attempt (the number this run is), priority, due,
-# enqueued, workers (this run's included), failures (attempts failed before this run)}.
+# among the finished and started whose lease had been lost ("{outbox}" too when something
+# was left in the outbox for the worker to deliver), then per leased job 12 values: id,
+# task, args, kwargs, metadata, attempt (the number this run is), priority, due, enqueued,
+# workers (this run's included), failures (attempts failed before this run), dependants
+# (refs, newline-separated)}.
 # A started attempt whose lease ran out is a failure: dead once the failures reach the
 # job's own max_attempts (in its metadata), else its task's (noted by its worker at its
 # start), else ARGV[5]; a job whose failures field or max_attempts option is corrupt is set
@@ -57,12 +61,14 @@ POP = script(
     """
 local count, lease = tonumber(ARGV[2]), tonumber(ARGV[3])
 local worker, max_attempts, charge = ARGV[4], tonumber(ARGV[5]), ARGV[7] == '1'
-local n_finish, n_start = tonumber(ARGV[8]), tonumber(ARGV[9])
-if count > 1000 or n_finish > 1000 or n_start > 1000 then
+local n_finish, n_start, n_given = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+if count > 1000 or n_finish > 1000 or n_start > 1000 or n_given > 1000 then
   return redis.error_reply('POP takes at most 1000 jobs of each kind')
 end
 -- given: each candidate's id, and the index of its key in KEYS (its corrupt key follows)
-local given, first_key, first_id = {}, JOB + 2 * n_finish + n_start, 10 + 3 * n_finish + 2 * n_start
+local given = {}
+local first_key = JOB + 2 * n_finish + n_start + n_given
+local first_id = 11 + 3 * n_finish + 2 * n_start + n_given
 for j = 0, tonumber(ARGV[1]) - 1 do given[ARGV[first_id + j]] = first_key + 2 * j end
 local more = false  -- a job found that is not a candidate: the next call is due at once
 local function mine(ids)
@@ -73,7 +79,7 @@ local function mine(ids)
   return kept
 end
 local now = now_ms()
-local lost = finish_and_start(worker, ARGV[6], 10, n_finish, n_start, now)
+local lost = finish_and_start(worker, ARGV[6], 11, n_finish, n_start, n_given, now)
 local sched_at = head(SCHED)
 if sched_at and sched_at <= now then
   local due = mine(redis.call('ZRANGEBYSCORE', SCHED, '-inf', now, 'LIMIT', 0, 1000))
@@ -138,6 +144,7 @@ if run_at and run_at <= now then
       if started and failed >= max then
         redis.call('HSET', key, F.state, S.dead, F.finished, now)
         redis.call('ZADD', DEAD, now, id)
+        ended(key, id, S.dead, now, 'its lease ran out')
       else
         make_ready(key, id)
       end
@@ -164,7 +171,7 @@ if count > 0 then
     ids[#ids + 1] = id
     local key = KEYS[given[id]]
     local ok, f = pcall(redis.call, 'HMGET', key, F.task, F.args, F.kwargs, F.meta, F.priority,
-                        F.due, F.enqueued, F.workers, F.attempts, F.failures)
+                        F.due, F.enqueued, F.workers, F.attempts, F.failures, F.dependants)
     local err = nil
     if not ok then
       err = 'The job in Redis is not a hash; it was set aside as ' .. KEYS[given[id] + 1] .. '.'
@@ -241,7 +248,7 @@ if count > 0 then
     expiries[#expiries + 1] = now + lease
     expiries[#expiries + 1] = id
     for _, v in ipairs({id, f[1], f[2], f[3] or '', f[4] or '', attempt, f[5] or '0',
-                        f[6] or '0', f[7] or '0', workers, f[10] or '0'}) do
+                        f[6] or '0', f[7] or '0', workers, f[10] or '0', f[11] or ''}) do
       reply[#reply + 1] = v
     end
   end
@@ -262,25 +269,30 @@ else
   end
   if soonest then reply[1] = math.max(0, soonest - now) end
 end
+if OUTBOXED then table.insert(reply[2], '{outbox}') end
 return reply
 """,
 )
 
 # KEYS: as POP's, without candidates. ARGV[1] worker  ARGV[2] result TTL ms  ARGV[3] how
-# many jobs to finish  ARGV[4] how many jobs to start (at most 1000 of each), then per job
-# to finish 3 values: id, lease token, return value (JSON; "" to keep no result), then per
-# job to start 2 values: id, lease token.
+# many jobs to finish  ARGV[4] how many jobs to start  ARGV[5] how many of their dependants
+# are given (at most 1000 of each), then per job to finish 3 values: id, lease token, return
+# value (JSON; "" to keep no result), then per job to start 2 values: id, lease token, then
+# the dependants' ids.
 # What a worker sends, not waiting for the reply, as it starts a job leased ahead: the jobs
 # finished before it are acknowledged, and its attempt is charged, unless it expired since
-# it was leased: then it is buried "expired". Returns the ids whose lease had been lost, and
+# it was leased: then it is buried "expired". Returns the ids whose lease had been lost,
+# "{outbox}" when something was left in the outbox for the worker to deliver, and
 # "{expired}<id>" for each job buried so (the worker that waits for it does not run it).
 START = script(
     "start",
     """
-local n_finish, n_start = tonumber(ARGV[3]), tonumber(ARGV[4])
-if n_finish > 1000 or n_start > 1000 then
+local n_finish, n_start, n_given = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+if n_finish > 1000 or n_start > 1000 or n_given > 1000 then
   return redis.error_reply('START takes at most 1000 jobs of each kind')
 end
-return finish_and_start(ARGV[1], ARGV[2], 5, n_finish, n_start, now_ms())
+local lost = finish_and_start(ARGV[1], ARGV[2], 6, n_finish, n_start, n_given, now_ms())
+if OUTBOXED then lost[#lost + 1] = '{outbox}' end
+return lost
 """,
 )

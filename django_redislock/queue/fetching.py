@@ -15,6 +15,11 @@ from .keys import QueueKeys
 from .lua import MAX_BATCH
 
 
+def _refs(value: Any) -> tuple[str, ...]:
+    """The refs of a newline-separated field, as POP replies it ("" for none)."""
+    return tuple(text(value).split("\n")) if value else ()
+
+
 class Fetched(NamedTuple):
     """What one POP (or a whole ``fetch``) says: the jobs leased, the seconds until the next
     is due (0: more are ready; None: nothing pending), and the ids of the finished or started
@@ -86,14 +91,23 @@ class WorkerCalls:
             max(1, round(self.result_ttl * 1000)),
             n_finished,
             n_started,
+            0,  # how many dependants are given, below
         ]
+        given: dict[str, None] = {}
         for job, result in finished:
             job_id = job.id
             job_keys += (job_prefix + job_id, result_prefix + job_id)
             args += (job_id, job.lease or "", result or "")
+            if job.dependants:  # those in this queue are told in the same script
+                given.update((ref, None) for ref in job.dependants if "\t" not in ref)
         for job in started:
             job_keys.append(job_prefix + job.id)
             args += (job.id, job.lease or "")
+        if given:  # (the others go through the outbox)
+            told = list(given)[:MAX_BATCH]
+            args[4] = len(told)
+            args += told
+            job_keys += (job_prefix + ref for ref in told)
         job_keys += (keys.expired, keys.done)  # last: expired counter, finished jobs kept
         return job_keys, args
 
@@ -104,7 +118,7 @@ class WorkerCalls:
         name, lease, holder = self.name, f"{worker or '-'}#", worker or None
         jobs: list[Job] = []
         add = jobs.append
-        for i in range(2, len(reply), 11):
+        for i in range(2, len(reply), 12):
             job_id, task, args, kwargs, meta, attempts, priority, due, enqueued, workers = reply[
                 i : i + 10
             ]
@@ -126,6 +140,7 @@ class WorkerCalls:
                     tuple(text(workers).split(",")),
                     decoded_meta(meta) if meta else {},
                     number(reply[i + 10]),
+                    _refs(reply[i + 11]),
                 )
             )
         return Fetched(jobs, wait, lost)

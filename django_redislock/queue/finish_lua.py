@@ -18,16 +18,20 @@ FINISH = """
 -- attempt of the ``n_start`` jobs described after them (id, lease token; their job keys
 -- after those) that start now; one of them found expired since it was leased ahead is
 -- buried "expired" instead, uncharged (the expired counter is the key before the done set).
+-- The ``n_given`` ids after them (their keys after those) are dependants of the finished
+-- jobs, in this queue, told here that their dependency ended (``depend_lua``).
 -- Reads every lease before its first write. Returns the ids whose lease had been lost,
 -- "{expired}<id>" for each job buried as expired, and "{paused}" for a job that starts
 -- though its queue or task was paused since it was leased ahead (ids never hold braces).
-local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
+local function finish_and_start(worker, ttl, at, n_finish, n_start, n_given, now)
   local lost, finished, finishing, starting, done, expired = {}, {}, {}, {}, {}, {}
+  local given_id, given_key = at + 3 * n_finish + 2 * n_start, JOB + 2 * n_finish + n_start
+  for g = 0, n_given - 1 do GIVEN[ARGV[given_id + g]] = given_key + g end
   for n = 0, n_finish - 1 do
     local i, k = at + 3 * n, JOB + 2 * n
-    local ok, l = pcall(redis.call, 'HMGET', KEYS[k], F.lease, F.permit)
+    local ok, l = pcall(redis.call, 'HMGET', KEYS[k], F.lease, F.permit, F.dependants, F.joined)
     if ok and l[1] == ARGV[i + 1] then
-      finishing[#finishing + 1] = {i, k, l[2]}
+      finishing[#finishing + 1] = {i, k, l[2], (l[3] or l[4]) and {l[3], l[4]}}
     else
       lost[#lost + 1] = ARGV[i]
     end
@@ -44,6 +48,7 @@ local function finish_and_start(worker, ttl, at, n_finish, n_start, now)
     local follow = next_run(key)
     finished[#finished + 1] = ARGV[i]
     free_permit(key, ARGV[i], job[3])
+    if job[4] then ended(key, ARGV[i], S.done, now, nil, job[4]) end
     if ARGV[i + 2] == '' then
       redis.call('DEL', key)
     else

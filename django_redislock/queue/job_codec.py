@@ -47,7 +47,31 @@ def from_hash(job_id: str, queue: str, fields: Mapping[str, Any]) -> Job:
         errors=_attempt_errors(get(Field.ERRORS)),
         failures=number(fields.get(Field.FAILURES)),
         reason=get(Field.REASON),
+        depends_on=tuple(ref for ref in get(Field.DEPENDS).split("\n") if ref),
+        dependants=tuple(ref for ref in get(Field.DEPENDANTS).split("\n") if ref),
+        run_when="finished" if get(Field.RUN_WHEN) == "f" else "succeeded",
+        metadata=decoded_metadata(fields.get(Field.METADATA)),
+        progress=decoded_progress(fields.get(Field.PROGRESS)),
     )
+
+
+def decoded_metadata(value: Any) -> dict[str, Any]:
+    """What a running job published (``save_metadata``): a dict, {} when none or unreadable."""
+    if not value:
+        return {}
+    try:
+        found = json.loads(value)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def decoded_progress(value: Any) -> tuple[int, int] | None:
+    """(done, total) as ``set_progress`` stored it ("<done>/<total>"), None when none."""
+    done, _, total = text(value or "").partition("/")
+    if not (done.isdigit() and total.isdigit()):
+        return None
+    return int(done), int(total)
 
 
 def _attempt_errors(history: str) -> tuple[AttemptError, ...]:

@@ -18,6 +18,7 @@ class JobState(str, Enum):
     SCHEDULED = "scheduled", "s"
     RUNNING = "running", "x"
     PARKED = "parked", "p"  # held back by its concurrency key's limit (``limit_lua``)
+    WAITING = "waiting", "w"  # for its dependencies to end (``depend_lua``)
     DEAD = "dead", "d"
     DONE = "done", "k"  # finished, kept for RESULT_TTL with its return value
     UNKNOWN = "unknown", ""  # what Redis holds is not a job's hash
@@ -43,7 +44,13 @@ class JobState(str, Enum):
 
 _BY_LETTER = {state.letter: state for state in JobState if state.letter}
 # The states a pending job is listed in (each has its sorted set), in the admin's order.
-LISTED_STATES = (JobState.READY, JobState.SCHEDULED, JobState.RUNNING, JobState.DEAD)
+LISTED_STATES = (
+    JobState.READY,
+    JobState.SCHEDULED,
+    JobState.RUNNING,
+    JobState.DEAD,
+    JobState.WAITING,
+)
 
 
 class Field:
@@ -93,6 +100,22 @@ class Field:
     PERMIT = "ck"
     PARKED = "pk"
     STAMP = "rs"  # a job leased ahead: its rate start as noted at its lease (moved at START)
+    # Dependencies (``depend_lua``): the jobs this one waits for, as refs ("<id>" in its own
+    # queue, "<queue>\t<id>" in another), newline-separated, in ``depends_on`` order; how
+    # many have not ended yet; "f" when it runs once they finished however they ended
+    # (absent: once they succeeded). Per dependency a field "@<ref>": "w" not ended yet, then
+    # the state it ended in (done or dead).
+    DEPENDS = "dp"
+    WAITING_ON = "dw"
+    RUN_WHEN = "rw"
+    # The jobs waiting for this one, as refs, newline-separated; how many ``join`` calls
+    # wait for it to end.
+    DEPENDANTS = "dn"
+    JOINED = "jw"
+    # What a running job published of its progress (``TaskContext.save_metadata``,
+    # ``set_progress``): a JSON object; "<done>/<total>".
+    METADATA = "md"
+    PROGRESS = "pg"
 
     @classmethod
     def names(cls) -> dict[str, str]:
@@ -162,6 +185,11 @@ class Job:
     errors: tuple[AttemptError, ...] = ()  # every failed attempt's, oldest first
     failures: int = 0  # attempts failed (``attempts`` counts those started)
     reason: str = ""  # why it runs next: "retry <n>", "RetryLater" ("": its first run)
+    depends_on: tuple[str, ...] = ()  # refs of the jobs it waits for ("queue\tid" elsewhere)
+    dependants: tuple[str, ...] = ()  # refs of the jobs waiting for it
+    run_when: str = "succeeded"  # or "finished": when its dependencies let it run
+    metadata: dict[str, Any] = field(default_factory=dict)  # published while it ran
+    progress: tuple[int, int] | None = None  # (done, total), published while it ran
 
     @property
     def due_at(self) -> datetime:
@@ -187,6 +215,7 @@ def leased_job(
     workers: tuple[str, ...],
     meta: dict[str, Any],
     failures: int = 0,
+    dependants: tuple[str, ...] = (),
 ) -> Job:
     """``Job(...)`` of a job just leased (running; the other fields their defaults), made
     without a frozen dataclass's one ``object.__setattr__`` per field: its fields are a
@@ -207,6 +236,8 @@ def leased_job(
     fields["workers"] = workers
     fields["meta"] = meta
     fields["failures"] = failures
+    fields["dependants"] = dependants
+    fields["metadata"] = {}
     return as_job(fields)
 
 
@@ -235,6 +266,7 @@ def enqueued_job(
     fields["state"] = state
     fields["score"] = score
     fields["enqueued"] = enqueued
+    fields["metadata"] = {}
     return as_job(fields)
 
 
@@ -258,6 +290,9 @@ _LEASED.update(
     result=None,
     errors=(),
     reason="",
+    depends_on=(),
+    run_when="succeeded",
+    progress=None,
 )
 # Every field of a job just enqueued, as _LEASED is of a job just leased.
 _ENQUEUED: dict[str, Any] = {

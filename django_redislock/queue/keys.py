@@ -29,6 +29,17 @@ Cluster (``base`` = ``<prefix>:{Q:<queue>}:``):
     base starts          zset    the starts of jobs with a rate key, all scored 0:
                                  "<key>\\x00<epoch ms, 15 digits><id>" (a key's window is a
                                  ZLEXCOUNT; older ones are trimmed as the key is used)
+    base waiting         zset    the jobs waiting for their dependencies to end; score = when
+                                 they were enqueued (epoch ms)
+    base outbox          list    what a script could not do for want of a key, for the
+                                 worker to deliver (``outbox``): "t" tell a dependant that a
+                                 job ended, "r" register a dependant at its dependency in
+                                 another queue, "e" wake those who join a job that ended
+    base end:<id>        list    the wake-ups of those who ``join`` job <id> (expires)
+    base wf:<id>         string  a workflow's record (JSON: its steps), in the queue of its
+                                 first step (``workflows``)
+    base workflows       zset    the workflows recorded here; score = when to look at it
+                                 next (epoch ms), to clean it up once it ended long enough
     base tick:<name>     string  the last tick (epoch ms) enqueued for a SCHEDULE entry
     base u:<id>          hash    a unique_for window: the creating enqueue's task, args,
                                  kwargs, meta, priority, due and enqueue time (job fields);
@@ -45,13 +56,14 @@ _SETS: dict[str, str] = {
     JobState.SCHEDULED: "sched",
     JobState.RUNNING: "run",
     JobState.DEAD: "dead",
+    JobState.WAITING: "waiting",
 }
 
 
 class QueueKeys:
     """The keys of queue ``name`` under ``prefix``. ``fixed`` are the keys every queue
     script is given first, in this order: ready, sched, run, dead, seq, wake, held, parked,
-    paused, starts."""
+    paused, starts, waiting, outbox."""
 
     def __init__(self, prefix: str, name: str) -> None:
         self.base = f"{prefix}:{{Q:{name}}}:"
@@ -67,6 +79,9 @@ class QueueKeys:
         self.parked = self.base + "parked"
         self.paused = self.base + "paused"
         self.starts = self.base + "starts"
+        self.waiting = self.base + "waiting"
+        self.outbox = self.base + "outbox"
+        self.workflows = self.base + "workflows"
         # ADD, the one-job enqueue, takes the first six (it touches no limit key): four
         # keys fewer to send on the enqueue path
         self.producing = (self.ready, self.sched, self.run, self.dead, self.seq, self.wake)
@@ -81,6 +96,8 @@ class QueueKeys:
             self.parked,
             self.paused,
             self.starts,
+            self.waiting,
+            self.outbox,
         )
         self.job_prefix = self.base + "j:"
         self.result_prefix = self.base + "result:"
@@ -103,11 +120,20 @@ class QueueKeys:
     def result(self, job_id: str) -> str:
         return self.result_prefix + job_id
 
+    def end(self, job_id: str) -> str:
+        """The list those who ``join`` job ``job_id`` block on."""
+        return self.base + "end:" + job_id
+
+    def workflow(self, workflow_id: str) -> str:
+        """The record of a workflow whose first step is in this queue."""
+        return self.base + "wf:" + workflow_id
+
     def tick(self, entry: str) -> str:
         return self.base + "tick:" + entry
 
     def of_state(self, state: str) -> str:
-        """The sorted set of the jobs in ``state`` (ready, scheduled, running or dead)."""
+        """The sorted set of the jobs in ``state`` (ready, scheduled, running, dead or
+        waiting)."""
         if state not in _SETS:
             raise ValueError(f"state must be one of {', '.join(_SETS)}, not {state!r}.")
         return self.base + _SETS[state]

@@ -1,5 +1,6 @@
 """The Lua scripts that end or keep a lease the caller holds: RELEASE (give back jobs that
-did not start), SETTLE (a failed or retried attempt), NOTE_MAX_ATTEMPTS and RENEW. Each gets
+did not start), SETTLE (a failed or retried attempt), NOTE_MAX_ATTEMPTS, PUBLISH (a running
+job's progress) and RENEW. Each gets
 the queue's fixed keys first (see ``lua``), then the key of each job it names."""
 
 from __future__ import annotations
@@ -55,18 +56,22 @@ return #back
 """,
 )
 
-# KEYS: the fixed keys, then the job's key.  ARGV[1] id  ARGV[2] lease token  ARGV[3]
+# KEYS: the fixed keys, then the job's key, then those of its dependants given (in this
+# queue, told here if it ends dead).  ARGV[1] id  ARGV[2] lease token  ARGV[3]
 # delay ms (-1: to the dead set)  ARGV[4] error  ARGV[5] traceback  ARGV[6] exception class
 # path  ARGV[7] the error as a JSON object for the history ("" for none)  ARGV[8] worker id
 # ARGV[9] "1": the attempt failed (counted in the failures field), "0": it asked to run
 # again later (RetryLater: no failure, no error stored)  ARGV[10] why it runs next ("" none)
+# then the ids of the dependants given
 # Gives a leased job back: scheduled again after the delay, or dead; its attempt is charged
 # if it was not yet. A follow-up asked for while it ran replaces it instead (fresh, as
-# enqueued). 1, or 0 if the lease was lost (another worker may have it by now).
+# enqueued). 1, or 0 if the lease was lost (another worker may have it by now); 2 when it
+# left something in the outbox for the worker to deliver (``outbox``).
 SETTLE = script(
     "settle",
     """
 local id, key, delay, worker = ARGV[1], KEYS[JOB], tonumber(ARGV[3]), ARGV[8]
+for g = 11, #ARGV do GIVEN[ARGV[g]] = JOB + g - 10 end
 local ok, f = pcall(redis.call, 'HMGET', key, F.lease, F.started_lease, F.attempts, F.workers,
                     F.failures, F.permit)
 if not ok or f[1] ~= ARGV[2] then return 0 end
@@ -78,7 +83,7 @@ redis.call('ZREM', RUN, id)
 free_permit(key, id, f[6])
 if asked then  -- it was asked to stop: whatever its worker says, never run again
   bury_cancelled(key, id, now, asked)
-  return 1
+  return OUTBOXED and 2 or 1
 end
 if follow then  -- a follow-up was asked for while it ran: it runs instead of a retry
   run_next(key, id, follow, now)
@@ -98,6 +103,8 @@ if ARGV[10] ~= '' then redis.call('HSET', key, F.reason, ARGV[10]) end
 if delay < 0 then
   redis.call('HSET', key, F.state, S.dead, F.finished, now)
   redis.call('ZADD', DEAD, now, id)
+  ended(key, id, S.dead, now, ARGV[4])
+  return OUTBOXED and 2 or 1
 elseif delay == 0 then
   redis.call('HSET', key, F.due, now)
   make_ready(key, id)
@@ -120,6 +127,21 @@ NOTE_MAX_ATTEMPTS = script(
 local ok, lease = pcall(redis.call, 'HGET', KEYS[JOB], F.lease)
 if not ok or lease ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[JOB], F.max_attempts, ARGV[2])
+return 1
+""",
+)
+
+# KEYS: the fixed keys, then the job's key.  ARGV[1] lease token  ARGV[2] its metadata
+# (JSON object; "" to leave it)  ARGV[3] its progress ("<done>/<total>"; "" to leave it)
+# Publishes what a running job says of its progress while the caller holds its lease (a job
+# that ended, or whose lease was lost, is left alone). 1, or 0 if the lease was lost.
+PUBLISH = script(
+    "publish",
+    """
+local ok, lease = pcall(redis.call, 'HGET', KEYS[JOB], F.lease)
+if not ok or lease ~= ARGV[1] then return 0 end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[JOB], F.metadata, ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[JOB], F.progress, ARGV[3]) end
 return 1
 """,
 )

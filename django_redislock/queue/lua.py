@@ -2,10 +2,10 @@
 queue's fixed keys, and the Lua helpers that keep a job's structures consistent.
 
 KEYS: the fixed keys first (``QueueKeys.fixed``: ready, sched, run, dead, seq, wake, held,
-parked, paused, starts), then those of the jobs a script touches (for POP, those PEEK
-found: a job it was not given is left for the next call). An attempt is charged when a job
-starts, not when it is leased (by POP when its jobs start at once, else by each one's
-START, sent without awaiting it). A script reads and checks before its first write, and
+parked, paused, starts, waiting, outbox), then those of the jobs a script touches (for POP,
+those PEEK found: a job it was not given is left for the next call). An attempt is charged
+when a job starts, not when it is leased (by POP when its jobs start at once, else by each
+one's START, sent without awaiting it). A script reads and checks before its first write, and
 sets a job whose field it cannot parse aside (dead, with the reason) rather than fail:
 Redis does not roll back a script that fails half-way. ZADD/ZREM lists go in chunks
 (Lua's ``unpack`` takes about 8,000 values); times are the server's (TIME), which workers
@@ -17,13 +17,14 @@ from __future__ import annotations
 import re
 
 from ..redis.scripts import LuaScript, lua_script
+from .depend_lua import DEPEND
 from .finish_lua import FINISH
 from .jobs import Field, JobState
 from .limit_lua import LIMITS
 
 # The most jobs one script call takes or returns; callers split larger batches.
 MAX_BATCH = 1000
-FIXED_KEYS = 10
+FIXED_KEYS = 12
 
 
 # The helpers a script may use, each definition after those it uses. A script gets only the
@@ -31,9 +32,10 @@ FIXED_KEYS = 10
 PRELUDE = """
 local READY, SCHED, RUN, DEAD, SEQ, WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local HELD, PARKED, PAUSED, STARTS = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local JOB = 11  -- the first key after the fixed ones (FIXED_KEYS)
+local WAITING, OUTBOX = KEYS[11], KEYS[12]
+local JOB = 13  -- the first key after the fixed ones (FIXED_KEYS)
 
-local SETS = {[S.ready] = READY, [S.scheduled] = SCHED, [S.dead] = DEAD}
+local SETS = {[S.ready] = READY, [S.scheduled] = SCHED, [S.dead] = DEAD, [S.waiting] = WAITING}
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -68,6 +70,14 @@ local function zrem_all(key, ids)
   end
 end
 
+-- Leave ``n`` wake-up tokens for the workers blocked on the queue. Past 128 (no worker
+-- takes them) the list is cut back to 64: an LTRIM per 64 wake-ups at most.
+local function wake(n)
+  local tokens = {}
+  for i = 1, math.min(n, 64) do tokens[i] = 1 end
+  if redis.call('RPUSH', WAKE, unpack(tokens)) > 128 then redis.call('LTRIM', WAKE, -64, -1) end
+end
+
 -- Put job ``id`` (its hash at ``key``) on the ready set, behind its priority's earlier jobs
 -- (a priority that is not a number counts as 0: POP then buries the job with the reason).
 local function make_ready(key, id)
@@ -90,7 +100,7 @@ end
 
 -- Send job ``id`` to the dead set with ``err`` (``corrupt``: where its non-hash key goes).
 local function bury(key, id, now, err, corrupt)
-  if corrupt then redis.call('RENAME', key, corrupt) end
+  if corrupt then redis.call('RENAME', key, corrupt) else ended(key, id, S.dead, now, err) end
   redis.call('HDEL', key, F.lease, F.worker)
   redis.call('HSET', key, F.state, S.dead, F.finished, now, F.error, err, F.error_class, '',
              F.traceback, '')
@@ -120,18 +130,11 @@ end
 local function bury_cancelled(key, id, now, asked, why)
   local who = string.match(asked, '^(.*)|') or asked
   redis.call('HDEL', key, F.lease, F.worker, F.started_lease, F.next_task)
-  redis.call('HSET', key, F.state, S.dead, F.finished, now, F.error,
-             'Cancelled by ' .. who .. (why or '') .. '.', F.error_class,
+  local err = 'Cancelled by ' .. who .. (why or '') .. '.'
+  redis.call('HSET', key, F.state, S.dead, F.finished, now, F.error, err, F.error_class,
              'django_redislock.exceptions.JobCancelled', F.traceback, '')
   redis.call('ZADD', DEAD, now, id)
-end
-
--- Leave ``n`` wake-up tokens for the workers blocked on the queue. Past 128 (no worker
--- takes them) the list is cut back to 64: an LTRIM per 64 wake-ups at most.
-local function wake(n)
-  local tokens = {}
-  for i = 1, math.min(n, 64) do tokens[i] = 1 end
-  if redis.call('RPUSH', WAKE, unpack(tokens)) > 128 then redis.call('LTRIM', WAKE, -64, -1) end
+  ended(key, id, S.dead, now, err)
 end
 
 -- The score of the first member of a sorted set, or nil.
@@ -212,10 +215,14 @@ def _inlined(lua: str) -> str:
 
 
 # (the names a piece defines, the piece), in the prelude's order: the limits' pieces
-# (``limit_lua``) after ``wake``, which they use, and ``finish_lua``'s last
+# (``limit_lua``) after ``wake``, which they use, ``depend_lua``'s before ``bury``, and
+# ``finish_lua``'s last
 _TEXTS = PRELUDE.strip().split("\n\n")
 _AFTER_WAKE = next(i for i, text in enumerate(_TEXTS) if "local function wake(" in text) + 1
 _TEXTS[_AFTER_WAKE:_AFTER_WAKE] = LIMITS.strip().split("\n\n")
+# dependencies after make_ready, which they use, and before bury, which uses them
+_BEFORE_BURY = next(i for i, text in enumerate(_TEXTS) if "local function bury(" in text)
+_TEXTS.insert(_BEFORE_BURY, DEPEND.strip())
 _TEXTS.append(FINISH.strip())  # (last: it uses the pieces of both)
 _PIECES = [(set(", ".join(_DEFINED.findall(text)).split(", ")), _inlined(text)) for text in _TEXTS]
 

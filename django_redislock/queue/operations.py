@@ -17,10 +17,16 @@ from .job_options import EnqueueOptions
 from .jobs import LISTED_STATES, Field, Job, JobState, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
+from .outbox import deliver_now
 from .parked import ParkedJobs
 from .retry_policy import policy
 
-CANCELLABLE = JobState.READY.letter + JobState.SCHEDULED.letter + JobState.PARKED.letter
+CANCELLABLE = (
+    JobState.READY.letter
+    + JobState.SCHEDULED.letter
+    + JobState.PARKED.letter
+    + JobState.WAITING.letter
+)
 DELETABLE = CANCELLABLE + JobState.DEAD.letter
 
 
@@ -38,7 +44,7 @@ class Operations(ParkedJobs):
 
     def counts(self, *, done: bool = False) -> dict[str, int]:
         """Jobs per state: ready, scheduled, running, dead, parked (held back by their
-        concurrency key's limit) and waiting (0: kept for workflows); with ``done``, also
+        concurrency key's limit) and waiting (for their dependencies to end); with ``done``, also
         the finished jobs kept with their result (those finished within RESULT_TTL)."""
         pipe = self.client.pipeline(transaction=False)
         for state in LISTED_STATES:
@@ -49,7 +55,6 @@ class Operations(ParkedJobs):
             pipe.zcount(self.keys.done, self._done_since(), "+inf")
             states.append(JobState.DONE.value)
         counted = dict(zip(states, pipe.execute(), strict=True))
-        counted["waiting"] = 0
         return counted
 
     def _done_since(self) -> int:
@@ -128,15 +133,31 @@ class Operations(ParkedJobs):
         JobNotFound if it is not in the queue."""
         if not isinstance(job_id, str):
             raise TypeError(f"job_id must be a str, not {type(job_id).__name__}.")
+        job = self.get_many([job_id])[0]
+        if job is None:
+            raise JobNotFound(f"No job {job_id!r} in queue {self.name!r}.")
+        return job
+
+    def get_many(self, job_ids: Sequence[str]) -> list[Job | None]:
+        """``get`` of each of ``job_ids`` in one round trip: None for one not in the queue."""
         pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(self.keys.job(job_id))
-        pipe.hgetall(self.keys.result(job_id))
-        pipe.zscore(self.keys.ready, job_id)
-        pending, result, ready = pipe.execute(raise_on_error=False)
-        for fields in (pending, result):  # a pending job first
-            if isinstance(fields, Exception) or fields:
-                return self._job(job_id, fields, ready=ready is not None and fields is pending)
-        raise JobNotFound(f"No job {job_id!r} in queue {self.name!r}.")
+        for job_id in job_ids:
+            pipe.hgetall(self.keys.job(job_id))
+            pipe.hgetall(self.keys.result(job_id))
+            pipe.zscore(self.keys.ready, job_id)
+        replies = pipe.execute(raise_on_error=False)
+        jobs: list[Job | None] = []
+        for n, job_id in enumerate(job_ids):
+            pending, result, ready = replies[3 * n : 3 * n + 3]
+            for fields in (pending, result):  # a pending job first
+                if isinstance(fields, Exception) or fields:
+                    jobs.append(
+                        self._job(job_id, fields, ready=ready is not None and fields is pending)
+                    )
+                    break
+            else:
+                jobs.append(None)
+        return jobs
 
     def enqueue_options(self, job_id: str) -> EnqueueOptions:
         """What a job's enqueue-decided options left in Redis (for the admin): how long its
@@ -249,7 +270,10 @@ class Operations(ParkedJobs):
         return self._cancel(job_id, "", DELETABLE)
 
     def _cancel(self, job_id: str, score: int | str, states: str, by: str = "") -> bool:
-        return bool(self.run(CANCEL, self._deleted(job_id), [job_id, score, states, by]))
+        cancelled = self.run(CANCEL, self._deleted(job_id), [job_id, score, states, by])
+        if cancelled == 3:  # its dependants: some to tell through the outbox
+            deliver_now(self)  # type: ignore[arg-type]
+        return bool(cancelled)
 
     def _deleted(self, job_id: str) -> tuple[str, str, str]:
         """The keys that go when job ``job_id`` is deleted: its hash, what was set aside of
@@ -276,4 +300,6 @@ class Operations(ParkedJobs):
                 if progress is not None:
                     progress(removed)
             if len(ids) < batch:
+                if removed and state != JobState.DEAD:  # their dependants were told
+                    deliver_now(self)  # type: ignore[arg-type]
                 return removed

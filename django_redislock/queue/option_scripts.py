@@ -74,6 +74,7 @@ for n = 1, count do
     reply(0, tonumber(f[2]) or now, state, tonumber(f[3]) or now, f)
   else
     local outcome = (state and state ~= S.dead) and 2 or 1
+    local links = outcome == 2 and links_of(key)
     if state then
       unlist(key, id, state)
       redis.call('DEL', key)
@@ -88,6 +89,7 @@ for n = 1, count do
       if due <= head(SCHED) then woken = math.max(woken, 1) end
     end
     write_job(key, i, state, due, now)
+    relink(key, links)
     if debounce > 0 then redis.call('HSET', key, F.debounced, debounce) end
     if unique > 0 then
       redis.call('DEL', marker)

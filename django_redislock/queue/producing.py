@@ -13,6 +13,7 @@ from ..metrics.tracing import traced_enqueue, traced_enqueue_many
 from ..redis.clients import run_script
 from ..redis.scripts import LuaScript
 from .arguments import JOB_ARGUMENTS, Made, checked_job_id, job_values, new_id, new_ids
+from .depending import Depending
 from .eager import run_eagerly
 from .enqueue_scripts import ADD, ENQUEUE
 from .enqueued import Enqueued
@@ -37,6 +38,7 @@ _UNSET = (None, None, None, None)
 # What a job of ADD and ENQUEUE may say: its expiry is kept in its metadata (the other
 # options decided at enqueue need ENQUEUE_OPTED).
 PLAIN_ARGUMENTS = JOB_ARGUMENTS | {"expires"}
+_DEPENDING = frozenset({"depends_on", "run_when"})
 
 
 def _stamped(job: Job, reply: Enqueued) -> Job:
@@ -50,7 +52,11 @@ class _Opted(TypeError):
     """A job of ``enqueue_many`` carries options: the batch goes to ``enqueue_opted``."""
 
 
-class Producing(OptedEnqueue):
+class _Depends(TypeError):
+    """A job of ``enqueue_many`` has dependencies: the batch goes to ``enqueue_dependent``."""
+
+
+class Producing(OptedEnqueue, Depending):
     name: str
     client: Any
     keys: QueueKeys
@@ -88,6 +94,8 @@ class Producing(OptedEnqueue):
         concurrency_limit: int | None = None,
         rate_key: str | None = None,
         rate: Any = None,
+        depends_on: Iterable[Any] | None = None,
+        run_when: str = "succeeded",
     ) -> Job:
         """Add a job; with ``job_id`` already pending, keep that one (or ``replace=True``).
         Returns the job as queued (``.score`` is its due time in epoch ms). ``meta``: JSON
@@ -115,14 +123,21 @@ class Producing(OptedEnqueue):
         once, across every worker; the others wait in Redis, parked (see ``job_keys``).
         ``rate_key`` (a template too) and ``rate`` ("100/s", as ``RateLimit``'s): at most that
         many starts of the key it renders in any window of the period; a job over it is
-        parked until the moment a start is allowed."""
+        parked until the moment a start is allowed.
+
+        ``depends_on``: jobs (ids of this queue, ``Job``s, ``TaskResult``s) it waits for: it
+        is "waiting" until they end, then ready at once; with ``run_when="succeeded"`` (the
+        default) one that ends dead ends it dead with ``DependencyFailed``, with
+        ``"finished"`` it runs however they ended (see ``depending``)."""
         own = (max_attempts, retry_backoff, retry_backoff_max, retry_on)
         limits = (concurrency_key, concurrency_limit, rate_key, rate)
         if limits != _UNSET:
             given = dict(zip(LIMIT_OPTIONS, limits, strict=True))
             meta = with_limits(meta, given, args, kwargs, task)
-        if unique_for is not None or debounce is not None or unique_by_args is not False:
-            spec = {
+        dependent = depends_on is not None or run_when != "succeeded"
+        opted = unique_for is not None or debounce is not None or unique_by_args is not False
+        if dependent or opted:
+            spec: dict[str, Any] = {
                 "task": task,
                 "args": args,
                 "kwargs": kwargs,
@@ -138,7 +153,12 @@ class Producing(OptedEnqueue):
                 "debounce": debounce,
                 **dict(zip(OWN_OPTIONS, own, strict=True)),
             }
-            return self.enqueue_opted([spec], replace, using, db)[0]
+            if not dependent:
+                return self.enqueue_opted([spec], replace, using, db)[0]
+            if replace:
+                raise TypeError("A job with depends_on cannot take replace=True.")
+            spec.update(depends_on=depends_on, run_when=run_when)
+            return self.enqueue_dependent([spec], using=using, db=db)[0]
         kwargs = kwargs if kwargs is not None else {}
         meta = with_time_limit(meta, time_limit)
         if own != _UNSET or meta is not None:  # (the usual job: neither)
@@ -197,6 +217,10 @@ class Producing(OptedEnqueue):
         jobs = jobs if isinstance(jobs, (list, tuple)) else list(jobs)
         try:
             flat, made, fresh = self._checked(jobs)
+        except _Depends:
+            if replace:
+                raise TypeError("Jobs with depends_on cannot take replace=True.") from None
+            return self.enqueue_dependent(jobs, using=using, db=db)
         except _Opted:
             return self.enqueue_opted(jobs, replace, using, db)
         alias = commit_alias(database(using, db)) if self.on_commit else None
@@ -227,29 +251,38 @@ class Producing(OptedEnqueue):
         ids = new_ids(len(jobs))
         for spec in jobs:
             if not spec.keys() <= PLAIN_ARGUMENTS:
+                if any(spec.get(name) is not None for name in _DEPENDING):
+                    raise _Depends("(to enqueue_dependent)")
                 unknown = ", ".join(sorted(set(spec) - PLAIN_ARGUMENTS))
-                if spec.keys() <= ARGUMENTS:
+                if spec.keys() <= ARGUMENTS | _DEPENDING:
                     raise _Opted(
                         f"A SCHEDULE entry takes no {unknown}."
                     )  # (only a tick lets it out)
                 raise TypeError(f"Unknown job argument(s): {unknown}.")
-            task, args, kwargs = spec.get("task"), spec.get("args", ()), spec.get("kwargs") or {}
             job_id = spec.get("job_id")
             if job_id is None:
                 job_id = next(ids)
             else:
                 job_id, fresh = checked_job_id(job_id), "0"
-            priority = spec.get("priority", 0)
-            meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
-            meta = with_options(meta, **{n: spec.get(n) for n in OWN_OPTIONS})
-            meta = with_item_limits(meta, spec)
-            if meta is not None or spec.get("expires") is not None:
-                meta = with_expires(meta, spec.get("expires"))
-            flat += job_values(
-                job_id, task, args, kwargs, priority, meta, spec.get("delay"), spec.get("at")
-            )
-            made.append(Made(job_id, task, args, kwargs, priority, meta))
+            job, values = self.checked_values(spec, job_id)
+            flat += values
+            made.append(job)
         return flat, made, fresh
+
+    def checked_values(self, spec: Mapping[str, Any], job_id: str) -> tuple[Made, list[Any]]:
+        """One job of ``enqueue_many`` (``job_id`` checked already): as ``Made``, and its
+        seven ENQUEUE values, each checked."""
+        task, args, kwargs = spec.get("task"), spec.get("args", ()), spec.get("kwargs") or {}
+        priority = spec.get("priority", 0)
+        meta = with_time_limit(spec.get("meta"), spec.get("time_limit"))
+        meta = with_options(meta, **{n: spec.get(n) for n in OWN_OPTIONS})
+        meta = with_item_limits(meta, spec)
+        if meta is not None or spec.get("expires") is not None:
+            meta = with_expires(meta, spec.get("expires"))
+        values = job_values(
+            job_id, task, args, kwargs, priority, meta, spec.get("delay"), spec.get("at")
+        )
+        return Made(job_id, task, args, kwargs, priority, meta), values
 
     def _push_many(
         self,

@@ -15,12 +15,20 @@ from ..redis.scripts import LuaScript
 from .arguments import MAX_DELAY, checked_delay
 from .fetch_scripts import POP
 from .fetching import Fetched, WorkerCalls
-from .job_codec import attempt_error, error_text, trimmed
-from .jobs import Job, JobState, text
+from .job_codec import (
+    attempt_error,
+    decoded_metadata,
+    decoded_progress,
+    error_text,
+    trimmed,
+)
+from .jobs import Field, Job, JobState, text
+from .joining import Joining
 from .keys import QueueKeys
-from .lease_scripts import NOTE_MAX_ATTEMPTS, RELEASE, RENEW, SETTLE
+from .lease_scripts import NOTE_MAX_ATTEMPTS, PUBLISH, RELEASE, RENEW, SETTLE
 from .lua import MAX_BATCH
 from .operations import CANCELLABLE, Operations
+from .outbox import OUTBOX_MARK, deliver_now
 from .pausing import Pausing
 from .producing import Producing
 from .retry_policy import Outcome, after_failure, backoff_bound, backoff_delay, policy
@@ -28,7 +36,7 @@ from .retry_policy import Outcome, after_failure, backoff_bound, backoff_delay, 
 __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
 
-class Queue(Producing, WorkerCalls, Pausing, Operations):
+class Queue(Producing, WorkerCalls, Pausing, Joining, Operations):
     """A named queue from ``REDISLOCK['QUEUES']``; see the README for the whole API."""
 
     def __init__(self, name: str, using: str | None = None) -> None:
@@ -54,6 +62,10 @@ class Queue(Producing, WorkerCalls, Pausing, Operations):
     def __repr__(self) -> str:
         return f"<Queue {self.name!r}>"
 
+    def other(self, name: str) -> Queue:
+        """Queue ``name``, on the same Redis connection setting as this one."""
+        return Queue(name, self.using)
+
     def key(self, suffix: str) -> str:
         """A raw key of this queue, for tests and debugging; the code names its keys
         through ``keys``."""
@@ -72,12 +84,12 @@ class Queue(Producing, WorkerCalls, Pausing, Operations):
         cancel."""
         if score is not None:
             return self._cancel(job_id, int(score), CANCELLABLE)
-        return self._cancel(job_id, "", CANCELLABLE + JobState.RUNNING.letter, _asker(by))
+        return self._cancel(job_id, "", CANCELLABLE + JobState.RUNNING.letter, asker(by))
 
     def stop(self, job_id: str, *, by: str | None = None) -> bool:
         """Ask a running job to stop, as ``cancel`` does, but only a running one: False when
         the job is not running (any more), and then nothing is done."""
-        return self._cancel(job_id, "", JobState.RUNNING.letter, _asker(by))
+        return self._cancel(job_id, "", JobState.RUNNING.letter, asker(by))
 
     # --- consuming ---------------------------------------------------------------------
 
@@ -124,6 +136,9 @@ class Queue(Producing, WorkerCalls, Pausing, Operations):
                 take, lease, worker, finished[:MAX_BATCH], started[:MAX_BATCH], charge, candidates
             )
             found, wait, gone = self.fetched(self.run(POP, keys, args), worker)
+            if OUTBOX_MARK in gone:  # it left something in the outbox: delivered now
+                gone.remove(OUTBOX_MARK)
+                deliver_now(self)
             finished, started = finished[MAX_BATCH:], started[MAX_BATCH:]
             jobs += found
             lost += gone
@@ -206,7 +221,7 @@ class Queue(Producing, WorkerCalls, Pausing, Operations):
     ) -> bool:
         traceback = trimmed(traceback)
         entry = attempt_error(error, error_class, traceback, job.worker or "")
-        args = (
+        args: tuple[Any, ...] = (
             job.id,
             job.lease or "",
             delay_ms,
@@ -218,7 +233,15 @@ class Queue(Producing, WorkerCalls, Pausing, Operations):
             "1" if failed else "0",
             reason,
         )
-        return bool(self.run(SETTLE, [self.keys.job(job.id)], args))
+        keys = [self.keys.job(job.id)]
+        if job.dependants:  # those in this queue are told in the same script if it dies
+            told = [ref for ref in job.dependants if "\t" not in ref][:MAX_BATCH]
+            keys += self.keys.jobs(told)
+            args += tuple(told)
+        settled = self.run(SETTLE, keys, args)
+        if settled == 2:  # it left something in the outbox: delivered now
+            deliver_now(self)
+        return bool(settled)
 
     def note_max_attempts(self, job: Job, max_attempts: int) -> bool:
         """Note on a popped ``job`` that has no ``max_attempts`` of its own its task's, so
@@ -226,6 +249,24 @@ class Queue(Producing, WorkerCalls, Pausing, Operations):
         False when the lease was lost."""
         args = (job.lease or "", max_attempts)
         return bool(self.run(NOTE_MAX_ATTEMPTS, [self.keys.job(job.id)], args))
+
+    def publish(self, job: Job, metadata: str = "", progress: str = "") -> bool:
+        """Publish what a popped ``job`` says of its progress: its metadata (JSON object
+        text) and progress ("<done>/<total>"), each "" to leave it. False when the lease
+        was lost (nothing is written then)."""
+        args = (job.lease or "", metadata, progress)
+        return bool(self.run(PUBLISH, [self.keys.job(job.id)], args))
+
+    def published(self, job_id: str) -> tuple[dict[str, Any], tuple[int, int] | None]:
+        """What job ``job_id`` published while it ran (``publish``): its metadata ({} for
+        none) and progress (None for none), whether it is still pending or finished."""
+        pipe = self.client.pipeline(transaction=False)
+        for key in (self.keys.job(job_id), self.keys.result(job_id)):
+            pipe.hmget(key, Field.METADATA, Field.PROGRESS)
+        for found in pipe.execute(raise_on_error=False):
+            if isinstance(found, list) and (found[0] or found[1]):
+                return decoded_metadata(found[0]), decoded_progress(found[1])
+        return {}, None
 
     def renew(self, jobs: Sequence[Job], lease: float | None = None) -> list[str]:
         """Extend the leases of popped jobs; returns the ids whose lease was already lost."""
@@ -251,7 +292,7 @@ def get_queue(name: str = "default", using: str | None = None) -> Queue:
     return Queue(name, using)
 
 
-def _asker(by: str | None) -> str:
+def asker(by: str | None) -> str:
     """Who asks a running job to stop: ``by``, checked, or this host and process."""
     who = by if by is not None else f"{socket.gethostname()} pid {os.getpid()}"
     if not isinstance(who, str) or not who or "|" in who or len(who) > 200:

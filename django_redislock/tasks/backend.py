@@ -147,6 +147,34 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         reply = queue.add_new(values, meanwhile)
         return self._stamped(made[0], reply, made[1])
 
+    def queue_of(self, name: str) -> Queue:
+        """Queue ``name`` (what this backend's results and contexts read and write)."""
+        return get_queue(name)
+
+    def job_spec(self, task: Any, args: Any, kwargs: Any) -> tuple[Queue, dict[str, Any]]:
+        """The queue ``task`` goes to, and the job it would be as ``queue.enqueue_many``
+        takes one: checked as ``enqueue`` checks it (a workflow's step). A task whose
+        options decide at enqueue whether a job is written at all (``unique_for``,
+        ``debounce``) cannot be a step: TypeError."""
+        path, queue, meta, _, decided = self._prepare(task, user_settings(), get_redis())[4:]
+        for name in ("unique_for", "debounce", "unique_by_args"):
+            if name in decided:
+                raise TypeError(f"{path} has {name}: a workflow's step cannot.")
+        args, kwargs, _, _ = arguments(args, kwargs)
+        run_after = task.run_after
+        if run_after is not None and django_timezone.is_naive(run_after):
+            run_after = django_timezone.make_aware(run_after)
+        spec = {
+            "task": path,
+            "args": args,
+            "kwargs": kwargs,
+            "priority": task.priority,
+            "meta": json.loads(meta) if meta else None,
+            "at": run_after,
+            **decided,
+        }
+        return queue, spec
+
     def _run_eagerly(self, task: Any, queue: Queue, job: Job) -> Any:
         """An EAGER queue's task, run as that queue's own enqueue runs a job (``eager``):
         announced and run at once, or when the transaction commits inside

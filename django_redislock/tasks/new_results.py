@@ -11,6 +11,7 @@ from typing import Any
 from ..queue.jobs import Job
 from .results import (
     SCALARS,
+    RedisTaskResult,
     TaskResult,
     TaskResultStatus,
     attempt_errors,
@@ -73,7 +74,7 @@ def new_result(
     """The READY ``TaskResult`` of a job being enqueued, ``enqueued_at`` None until Redis
     says; ``args`` and ``kwargs`` as ``arguments`` gave them."""
     if not FIELD_BY_FIELD:
-        return TaskResult(
+        return RedisTaskResult(
             task=task,
             id=job_id,
             status=TaskResultStatus.READY,
@@ -87,7 +88,7 @@ def new_result(
             errors=[],
             worker_ids=[],
         )
-    result = _new(TaskResult)
+    result = _new(RedisTaskResult)
     _task(result, task)
     _id(result, job_id)
     _status(result, TaskResultStatus.READY)
@@ -125,7 +126,7 @@ def running_result(job: Job, task: Any, backend: str, now: datetime) -> Any:
             break
     else:
         kwargs = dict(kwargs)
-    result = _new(TaskResult)
+    result = _new(RedisTaskResult)
     _task(result, task)
     _id(result, job.id)
     _status(result, TaskResultStatus.RUNNING)

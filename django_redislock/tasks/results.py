@@ -62,6 +62,40 @@ NOT_A_TASK = "The job's payload is not a JSON task description."
 SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+class RedisTaskResult(TaskResult):  # type: ignore[misc,valid-type]
+    """The framework's ``TaskResult``, with what this backend adds: waiting for the end
+    (``join``, ``ajoin``: woken by it, no polling) and what the task published while it ran
+    (``metadata``, ``progress``: read from Redis at each access)."""
+
+    __slots__ = ()
+
+    def _queue(self) -> Any:
+        return self.task.get_backend().queue_of(self.task.queue_name)
+
+    def join(self, timeout: float | None = None) -> RedisTaskResult:
+        """Wait until the task ends (done or dead), then refresh this result and return it.
+        ``TimeoutError`` after ``timeout`` seconds (None: no limit)."""
+        self._queue().join(self.id, timeout)
+        self.refresh()
+        return self
+
+    async def ajoin(self, timeout: float | None = None) -> RedisTaskResult:
+        """``join`` for asyncio."""
+        await self._queue().ajoin(self.id, timeout)
+        await self.arefresh()
+        return self
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """What the task published with ``context.save_metadata()`` ({} for nothing)."""
+        return self._queue().published(self.id)[0]  # type: ignore[no-any-return]
+
+    @property
+    def progress(self) -> tuple[int, int] | None:
+        """(done, total) as the task set it with ``context.set_progress``, else None."""
+        return self._queue().published(self.id)[1]  # type: ignore[no-any-return]
+
+
 def when(epoch_ms: int) -> datetime | None:
     return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc) if epoch_ms else None
 
@@ -84,7 +118,7 @@ def attempt_errors(job: Job) -> list[Any]:
 
 def task_result(job: Job, task: Any, backend: str, status: Any = None) -> Any:
     """The ``TaskResult`` of ``job`` as the queue holds it."""
-    result = TaskResult(
+    result = RedisTaskResult(
         task=task,
         id=job.id,
         status=status or _STATUS.get(job.state, TaskResultStatus.READY),

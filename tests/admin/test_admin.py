@@ -72,12 +72,6 @@ def operator(django_user_model: Any) -> Client:
 
 
 @pytest.fixture
-def queue(backend: Backend, settings: Any) -> Queue:
-    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
-    return get_queue("default")
-
-
-@pytest.fixture
 def held(backend: Backend) -> Iterator[Lock]:
     lock = Lock("flash-sale:42", ttl=60, fencing=True)
     assert lock.acquire()

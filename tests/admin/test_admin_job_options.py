@@ -9,22 +9,14 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from django_redislock import get_queue
 from django_redislock.queue.queue import Queue
-from tests.support.fixtures import Backend
 from tests.support.waiting import wait_for
 
-from .test_admin import QUEUES, html, url
+from .test_admin import html, url
 
 pytestmark = pytest.mark.django_db
 
 TASK = "tests.tasks.record"
-
-
-@pytest.fixture
-def queue(backend: Backend, settings: Any) -> Queue:
-    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
-    return get_queue("default")
 
 
 def field(page: str, name: str) -> str:

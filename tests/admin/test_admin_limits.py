@@ -11,20 +11,12 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.test import Client
 
-from django_redislock import get_queue
 from django_redislock.queue.queue import Queue
-from tests.support.fixtures import Backend
 
-from .test_admin import QUEUES, confirm_and_post, html, staff_client, url
+from .test_admin import confirm_and_post, html, staff_client, url
 
 pytestmark = pytest.mark.django_db
 TASK, OTHER = "tests.tasks.record", "tests.tasks.slow"
-
-
-@pytest.fixture
-def queue(backend: Backend, settings: Any) -> Queue:
-    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
-    return get_queue("default")
 
 
 def test_the_parked_tab_says_what_holds_each_job_back(admin_client: Client, queue: Queue) -> None:

@@ -113,7 +113,7 @@ def test_stats_of_idle_queues_as_a_table_and_as_json(queue: Queue) -> None:
     table, errors = run("redislock_stats")
     assert errors == ""
     rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:3]}
-    idle = ["0", "0", "0", "0", "0", "-"]
+    idle = ["0", "0", "0", "0", "0", "0", "-"]
     assert rows == {"default": idle, "async": idle}
     assert "0 live worker(s)" in table
 

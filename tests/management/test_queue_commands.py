@@ -88,12 +88,13 @@ def test_stats_count_each_state_and_show_the_live_workers(queue: Queue) -> None:
         "scheduled",
         "running",
         "dead",
+        "waiting",
         "parked",
         "oldest",
         "ready",
     ]
-    assert lines[1].split()[:6] == ["default", "2", "1", "1", "2", "0"]
-    assert lines[2].split() == ["mail", "0", "0", "0", "0", "0", "-"]
+    assert lines[1].split()[:7] == ["default", "2", "1", "1", "2", "0", "0"]
+    assert lines[2].split() == ["mail", "0", "0", "0", "0", "0", "0", "-"]
     assert "1 live worker(s)" in table
     assert f"{worker['id']}: queues default; running 0 of 1" in table
 

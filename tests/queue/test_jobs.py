@@ -23,7 +23,7 @@ def test_each_state_has_its_own_letter_and_reads_back() -> None:
             assert f"{state}" == str(state) == state.value
     assert JobState.of_letter("?") is JobState.UNKNOWN
     assert {"ready": 1}[JobState.READY] == 1  # a member is its name, as a key too
-    assert [str(s) for s in LISTED_STATES] == ["ready", "scheduled", "running", "dead"]
+    assert [str(s) for s in LISTED_STATES] == ["ready", "scheduled", "running", "dead", "waiting"]
 
 
 def test_field_and_state_names_reach_the_lua_as_literals() -> None:
@@ -40,7 +40,7 @@ def test_a_script_carries_only_the_helpers_it_uses() -> None:
     # make_ready uses num, BAND and the fixed keys: each comes once, before it
     source = script("t", "make_ready(KEYS[JOB], ARGV[1])").source
     defined = re.findall(r"^local (?:function )?(\w+)", source, re.MULTILINE)
-    assert defined == ["READY", "HELD", "JOB", "BAND", "num", "make_ready"]
+    assert defined == ["READY", "HELD", "WAITING", "JOB", "BAND", "num", "make_ready"]
     # JOB: the first key after the fixed ones
     assert f"local JOB = {len(QueueKeys('p', 'q').fixed) + 1}" in source
     assert "wake" not in source

@@ -157,7 +157,8 @@ def test_a_new_result_is_the_one_the_framework_would_build(tasks: Backend) -> No
     # shape goes the long way (its own __init__), and this says so.
     assert task_jobs.FIELD_BY_FIELD
     made = task_jobs.new_result(examples.echo, "an-id", [1, "a"], {"k": None}, "default")
-    framework = task_jobs.TaskResult(
+    assert isinstance(made, task_jobs.TaskResult)  # the framework's, with join and progress
+    framework = task_jobs.RedisTaskResult(
         task=examples.echo,
         id="an-id",
         status=task_jobs.TaskResultStatus.READY,

@@ -15,6 +15,7 @@ from typing import Any
 from ...exceptions import RedisUnavailable
 from ..job_options import EXPIRES_KEY
 from ..jobs import Job
+from ..outbox import OUTBOX_MARK
 from .channel import Channel
 
 logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
@@ -34,6 +35,9 @@ class ExpiredAtStart:
         # Set when a START says its queue (or the job's task) was paused since the job was
         # leased ahead: the worker gives back the others it leased ahead.
         self.paused = threading.Event()
+        # Set when a reply says its script left something in the outbox: the keeper
+        # delivers it (``outbox``).
+        self.outbox = threading.Event()
 
     def lost(self, lost: Sequence[str]) -> None:
         """What a START or POP reported: jobs expired (not run), else leases lost."""
@@ -42,6 +46,8 @@ class ExpiredAtStart:
                 job_id = job_id[len(EXPIRED_MARK) :]
                 logger.info("Job %s expired before it could start; it will not run.", job_id)
                 self.ids.add(job_id)
+            elif job_id == OUTBOX_MARK:
+                self.outbox.set()
             elif job_id.startswith(PAUSED_MARK):
                 logger.info("A pause came after jobs were leased ahead: they go back.")
                 self.paused.set()

@@ -23,6 +23,7 @@ from .channel import Channel
 from .expiry import ExpiredAtStart, paused_since
 from .giving_back import GivingBack
 from .renewal import Leased, Renewal
+from .sweeping import Sweeping
 
 logger = logging.getLogger("django_redislock.queue.leases")  # the name users' LOGGING knows
 
@@ -85,6 +86,7 @@ class Leases(GivingBack):
             lambda queue, job_id: self.on_cancel(queue, job_id),
         )
         self.next_renewal = 0.0
+        self.sweeping = Sweeping(self.queues, self.expired.outbox)
         keeping = periodic(TEND, self._keep, "Worker housekeeping")
         self.keeper = Background("redislock-keeper", keeping, daemon=True)
 
@@ -93,9 +95,11 @@ class Leases(GivingBack):
         self.keeper.start()
 
     def stop(self) -> None:
-        """Once no job runs any more: acknowledge what finished, give back the jobs ahead."""
+        """Once no job runs any more: acknowledge what finished, give back the jobs ahead,
+        deliver what that left in the outboxes."""
         self.keeper.stop()
         self._give_back()
+        self.sweeping.deliver_all()
 
     def next(self) -> Leased | None:
         if self.expired.paused.is_set():  # (a START's reply, read by the keeper, said so)
@@ -243,9 +247,11 @@ class Leases(GivingBack):
 
     def _keep(self) -> None:
         self.tend()
-        if time.monotonic() >= self.next_renewal:
-            self.next_renewal = time.monotonic() + self.renew_every
+        now = time.monotonic()
+        if now >= self.next_renewal:
+            self.next_renewal = now + self.renew_every
             self.renewal.renew()
+        self.sweeping.tend()
 
     def tend(self) -> None:
         """Acknowledge finished jobs held too long; give back the jobs leased ahead of a long

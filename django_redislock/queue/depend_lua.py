@@ -1,0 +1,112 @@
+"""The Lua piece of dependencies (``queue.enqueue(..., depends_on=...)``, the workflows'
+steps): what happens when a job ends, to the jobs waiting for it. A piece of the queue
+scripts' prelude (``lua``), after ``make_ready``; ``bury`` and ``finish_and_start`` use it.
+
+A waiting job (state "w", in the waiting set) keeps, per dependency, a field "@<ref>": "w"
+until that dependency ends, then the state it ended in; and how many are left. A job keeps
+the refs of the jobs waiting for it (its dependants). When it ends, each dependant in the
+same queue whose key the script was given (``GIVEN``: a worker finishing a job gives those
+it read at the lease) is told at once, in that script: the last dependency ended makes it
+ready (or scheduled, if it was enqueued with a later due time), and a dependency ended dead
+ends it dead with ``DependencyFailed`` (unless it runs when they finished, however), which
+tells its own dependants in turn. Every other dependant, and those who ``join`` the job,
+are told through the queue's outbox, which the workers deliver (``outbox``): telling is
+idempotent (a dependant told already, or not waiting any more, is left alone), so a
+delivery repeated after a crash changes nothing.
+"""
+
+from __future__ import annotations
+
+DEPENDENCY_FAILED = "django_redislock.exceptions.DependencyFailed"
+
+DEPEND = f"""
+-- The dependants in this queue whose keys the script was given: id -> index in KEYS.
+local GIVEN = {{}}
+local OUTBOXED = false  -- something was left in the outbox (the worker's replies say so)
+local depend_met
+-- Job ``id`` (its hash at ``key``) ended in ``outcome`` (S.done or S.dead; ``why``: a dead
+-- job's error): tell its dependants, and wake those who join it. ``f``: its dependants and
+-- joined fields, if the caller read them (else read here).
+local function ended(key, id, outcome, now, why, f)
+  if not f then
+    local ok, read = pcall(redis.call, 'HMGET', key, F.dependants, F.joined)
+    if not ok then return end
+    f = read
+  end
+  if f[1] then
+    for ref in string.gmatch(f[1], '[^\\n]+') do
+      local k = GIVEN[ref]
+      if k then
+        depend_met(KEYS[k], ref, id, outcome, now, why)
+      else
+        OUTBOXED = true
+        redis.call('RPUSH', OUTBOX, 't\\n' .. ref .. '\\n' .. id .. '\\n' .. outcome .. '\\n'
+                   .. string.sub(why or '', 1, 200))
+      end
+    end
+  end
+  if f[2] and f[2] ~= '0' then
+    OUTBOXED = true
+    redis.call('RPUSH', OUTBOX, 'e\\n' .. id .. '\\n' .. f[2])
+  end
+end
+-- Tell waiting job ``id`` (at ``key``) that its dependency ``ref`` ended in ``outcome``.
+-- Nothing when it is not waiting, or was told of that one already. A waiting job whose key
+-- is not a hash is set aside (at ``corrupt``), dead; without that key, left to the outbox.
+depend_met = function(key, id, ref, outcome, now, why, corrupt)
+  local ok, f = pcall(redis.call, 'HMGET', key, F.state, '@' .. ref, F.waiting_on, F.run_when,
+                      F.due)
+  if not ok then
+    if not corrupt then
+      OUTBOXED = true
+      redis.call('RPUSH', OUTBOX, 't\\n' .. id .. '\\n' .. ref .. '\\n' .. outcome .. '\\n')
+    elseif redis.call('ZSCORE', WAITING, id) then
+      redis.call('RENAME', key, corrupt)
+      redis.call('ZREM', WAITING, id)
+      redis.call('HSET', key, F.state, S.dead, F.finished, now, F.error, 'The job in Redis is '
+                 .. 'not a hash; it was set aside as ' .. corrupt .. '.', F.error_class, '',
+                 F.traceback, '')
+      redis.call('ZADD', DEAD, now, id)
+    end
+    return
+  end
+  if f[1] ~= S.waiting or f[2] ~= S.waiting then return end
+  redis.call('HSET', key, '@' .. ref, outcome)
+  if outcome == S.dead and f[4] ~= 'f' then
+    local err = 'Its dependency ' .. string.gsub(ref, '\\t', ':') .. ' ended dead'
+      .. ((why and why ~= '') and (' (' .. why .. ')') or '') .. '.'
+    redis.call('ZREM', WAITING, id)
+    redis.call('HDEL', key, F.waiting_on)
+    redis.call('HSET', key, F.state, S.dead, F.finished, now, F.error, err, F.error_class,
+               '{DEPENDENCY_FAILED}', F.traceback, '')
+    redis.call('ZADD', DEAD, now, id)
+    ended(key, id, S.dead, now, err)
+    return
+  end
+  local left = (num(f[3], 1) or 1) - 1
+  if left > 0 then
+    redis.call('HSET', key, F.waiting_on, left)
+    return
+  end
+  redis.call('ZREM', WAITING, id)
+  redis.call('HDEL', key, F.waiting_on)
+  local due = num(f[5], 0) or 0
+  if due > now then
+    redis.call('HSET', key, F.state, S.scheduled)
+    redis.call('ZADD', SCHED, due, id)
+  else
+    make_ready(key, id)
+  end
+  wake(1)
+end
+-- A pending job replaced by an enqueue passes its dependants and joiners on to the new one:
+-- read them (nil: none) before its hash goes, and set them on the new hash.
+local function links_of(key)
+  local l = redis.call('HMGET', key, F.dependants, F.joined)
+  return (l[1] or l[2]) and l or nil
+end
+local function relink(key, l)
+  if l and l[1] then redis.call('HSET', key, F.dependants, l[1]) end
+  if l and l[2] then redis.call('HSET', key, F.joined, l[2]) end
+end
+"""

@@ -1,0 +1,322 @@
+"""Jobs that wait for others (``enqueue(..., depends_on=[...])``). Mixed into ``Queue``.
+
+A job's ``depends_on`` lists jobs of any queue: an id (of this queue), a ``Job``, or a
+``TaskResult``. It waits ("waiting") until they end, then becomes ready at once, in the
+script that ended the last one (``depend_lua``); ``run_when="succeeded"`` (the default)
+ends it dead with ``DependencyFailed`` when one ends dead, cascading; ``"finished"`` runs it
+anyway. A dependency that already ended counts as it ended (done or dead); one that does
+not exist is a ``ValueError``, as is a cycle, before anything is written. A dependency in
+another queue (on Redis Cluster, another slot) learns of its dependant through the outbox
+(``outbox``), and tells it the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import redis
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+
+from ..redis.scripts import LuaScript
+from .arguments import Made, checked_job_id, new_id
+from .depend_scripts import DEPEND
+from .eager import eager_job, run_unless_failed
+from .jobs import Job, JobState, enqueued_job, number, text
+from .keys import QueueKeys
+from .lua import MAX_BATCH
+from .on_commit import commit_alias, database, described, push_at_commit
+from .outbox import deliver_now, ref_from, split_ref
+
+RUN_WHEN = {"succeeded": "s", "finished": "f"}
+MAX_DEPENDENCIES = 1000  # of one job
+# What a job with dependencies may not say: they decide at enqueue whether a job is written.
+_EXCLUDED = ("unique_for", "unique_by_args", "debounce")
+
+
+class Dependent:
+    """One job of ``enqueue_dependent``, checked: its values, and its dependencies' refs."""
+
+    __slots__ = ("made", "refs", "run_when", "values")
+
+    def __init__(self, made: Made, values: list[Any], refs: list[str], run_when: str) -> None:
+        self.made, self.values, self.refs, self.run_when = made, values, refs, run_when
+
+
+def dependency_of(item: Any) -> tuple[str | None, str]:
+    """(queue or None for the caller's own, id) of an item of ``depends_on``: a job id, a
+    ``Job``, a ``TaskResult`` or a workflow's handle (its last steps)."""
+    if isinstance(item, str):
+        return None, checked_job_id(item)
+    if isinstance(item, Job):
+        return item.queue, item.id
+    task = getattr(item, "task", None)
+    queue_name = getattr(task, "queue_name", None)
+    job_id = getattr(item, "id", None)
+    if isinstance(queue_name, str) and isinstance(job_id, str):
+        return queue_name, checked_job_id(job_id)
+    raise TypeError(
+        f"depends_on takes job ids, Jobs and TaskResults, not {type(item).__name__} ({item!r:.60})."
+    )
+
+
+def checked_run_when(run_when: Any) -> str:
+    if run_when not in RUN_WHEN:
+        raise ValueError(f"run_when must be 'succeeded' or 'finished', not {run_when!r}.")
+    return RUN_WHEN[run_when]
+
+
+def topological(jobs: Sequence[Dependent], here: str) -> list[Dependent]:
+    """``jobs`` ordered so that each comes after those of the batch it depends on; a
+    ValueError for a cycle."""
+    by_id = {job.made.id: job for job in jobs}
+    order: list[Dependent] = []
+    state: dict[str, int] = {}  # 1 visiting, 2 placed
+    for root in jobs:
+        if state.get(root.made.id):
+            continue
+        stack: list[tuple[Dependent, int]] = [(root, 0)]
+        state[root.made.id] = 1
+        while stack:
+            job, at = stack[-1]
+            if at < len(job.refs):
+                stack[-1] = (job, at + 1)
+                ref = job.refs[at]
+                parent = by_id.get(ref) if "\t" not in ref else None
+                if parent is None or state.get(ref) == 2:
+                    continue
+                if state.get(ref) == 1:
+                    path = [j.made.id for j, _ in stack]
+                    cycle = " -> ".join([*path[path.index(ref) :], ref])
+                    raise ValueError(f"depends_on makes a cycle: {cycle} (in queue {here!r}).")
+                state[ref] = 1
+                stack.append((parent, 0))
+            else:
+                stack.pop()
+                state[job.made.id] = 2
+                order.append(job)
+    return order
+
+
+class Depending:
+    name: str
+    client: Any
+    using: str | None
+    keys: QueueKeys
+    result_ttl: float
+    on_commit: bool
+    eager: bool
+
+    def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def checked_values(self, spec: Mapping[str, Any], job_id: str) -> tuple[Made, list[Any]]:
+        raise NotImplementedError  # (Producing's)
+
+    def enqueue_dependent(
+        self,
+        jobs: Iterable[Mapping[str, Any]],
+        *,
+        using: str | None = None,
+        db: str | None = None,
+    ) -> list[Job]:
+        """``enqueue_many`` of jobs of which some have ``depends_on``: every job checked and
+        its dependencies outside the batch looked up (``dependents``), then one DEPEND per
+        ``MAX_BATCH`` jobs, and the registrations in other queues delivered (inside
+        ``transaction.atomic()``, at commit)."""
+        checked, ordered = self.dependents(jobs)
+        alias = commit_alias(database(using, db)) if self.on_commit else None
+        if self.eager:
+            return self._run_eagerly(ordered, alias)
+        push = partial(self.push_dependent, ordered)
+        if alias is None:
+            pushed = push()
+        else:
+            push_at_commit(alias, push, described([job.made[:4] for job in ordered]))
+            pushed = {}
+        return [self.dependent_job(job, pushed.get(job.made.id)) for job in checked]
+
+    def dependents(
+        self, jobs: Iterable[Mapping[str, Any]], written: frozenset[str] = frozenset()
+    ) -> tuple[list[Dependent], list[Dependent]]:
+        """``jobs`` checked (as given, and in the order they can be written): a
+        TypeError/ValueError for a bad argument, an unknown dependency or a cycle, before
+        anything is written. ``written``: refs (as this queue names them) of jobs the caller
+        writes too, not looked up."""
+        checked = [self._dependent(spec) for spec in jobs]
+        ids = [job.made.id for job in checked]
+        if len(set(ids)) < len(ids):
+            raise ValueError("enqueue_many was given the same job_id twice.")
+        ordered = topological(checked, self.name)
+        batch = set(ids)
+        outside = {ref for job in checked for ref in job.refs if ref not in batch} - written
+        self._look_up(outside)
+        return checked, ordered
+
+    def _dependent(self, spec: Mapping[str, Any]) -> Dependent:
+        for name in _EXCLUDED:
+            if spec.get(name) not in (None, False):
+                raise TypeError(f"A job with depends_on cannot take {name}.")
+        spec = dict(spec)
+        items = spec.pop("depends_on", None) or ()
+        run_when = checked_run_when(spec.pop("run_when", "succeeded"))
+        for name in _EXCLUDED:
+            spec.pop(name, None)
+        job_id = spec.get("job_id")
+        job_id = new_id() if job_id is None else checked_job_id(job_id)
+        if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise TypeError(
+                f"depends_on must be a list of jobs, not {type(items).__name__} ({items!r:.60})."
+            )
+        refs = list(dict.fromkeys(self._ref(item) for item in items))
+        if len(refs) > MAX_DEPENDENCIES:
+            raise ValueError(
+                f"depends_on lists {len(refs)} jobs; a job waits for at most {MAX_DEPENDENCIES}."
+            )
+        if job_id in refs:
+            raise ValueError(f"Job {job_id!r} cannot depend on itself.")
+        made, values = self.checked_values(spec, job_id)
+        return Dependent(made, values, refs, run_when)
+
+    def _ref(self, item: Any) -> str:
+        queue, job_id = dependency_of(item)
+        return ref_from(queue or self.name, job_id, self.name)
+
+    def _look_up(self, refs: Iterable[str]) -> None:
+        """A ValueError unless every job of ``refs`` exists (pending, dead or kept done)."""
+        by_queue: dict[str, list[str]] = {}
+        for ref in refs:
+            name, job_id = split_ref(ref, self.name)
+            by_queue.setdefault(name, []).append(job_id)
+        for name, job_ids in by_queue.items():
+            queue: Any = self if name == self.name else self._other(name)
+            pipe = queue.client.pipeline(transaction=False)
+            for job_id in job_ids:
+                pipe.exists(queue.keys.job(job_id), queue.keys.result(job_id))
+            for job_id, found in zip(job_ids, pipe.execute(), strict=True):
+                if not found:
+                    raise ValueError(
+                        f"depends_on names job {job_id!r} of queue {name!r}, which does not "
+                        "exist (or its result expired)."
+                    )
+
+    def other(self, name: str) -> Any:
+        raise NotImplementedError  # (Queue's)
+
+    def _other(self, name: str) -> Any:
+        try:
+            return self.other(name)
+        except ImproperlyConfigured as exc:
+            raise ValueError(f"depends_on names a job of queue {name!r}: {exc}") from exc
+
+    def push_dependent(
+        self,
+        ordered: Sequence[Dependent],
+        record: tuple[str, str] | None = None,
+        delivered: bool = True,
+    ) -> dict[str, list[Any]]:
+        """Write ``ordered`` (as ``dependents`` gave them): one DEPEND per batch, the first
+        writing ``record`` (a workflow's id and record) too; then, with ``delivered``,
+        the outbox (registrations in other queues). Returns each job's four values by id
+        (and "" -> whether something was left in the outbox)."""
+        replies: dict[str, list[Any]] = {}
+        outboxed = False
+        for chunk in _chunks(ordered):
+            in_chunk = {job.made.id for job in chunk}
+            outside = list(
+                dict.fromkeys(
+                    ref
+                    for job in chunk
+                    for ref in job.refs
+                    if "\t" not in ref and ref not in in_chunk
+                )
+            )
+            keys = self.keys.jobs([job.made.id for job in chunk])
+            for ref in outside:
+                keys += (self.keys.job(ref), self.keys.result(ref))
+            args: list[Any] = [len(chunk), len(outside), "", "", 0]
+            if record is not None:
+                keys += (self.keys.workflow(record[0]), self.keys.workflows)
+                args[2:5] = [*record, round(self.result_ttl * 1000)]
+                record = None
+            for job in chunk:
+                args += (*job.values, job.run_when, "\n".join(job.refs))
+            args += outside
+            try:
+                reply = self.run(DEPEND, keys, args)
+            except redis.ResponseError as exc:
+                raise _refused(exc, self.name) from exc
+            for n, job in enumerate(chunk):
+                replies[job.made.id] = reply[4 * n : 4 * n + 4]
+            outboxed = outboxed or bool(reply[-1])
+        if outboxed and delivered:
+            deliver_now(self)  # type: ignore[arg-type]
+        replies[""] = [outboxed]
+        return replies
+
+    def dependent_job(self, job: Dependent, reply: list[Any] | None) -> Job:
+        """The Job enqueue returns for ``job``, from DEPEND's four values for it (None:
+        pushed at commit, not known yet)."""
+        job_id, task, args, kwargs, priority, meta = job.made
+        if reply is None:
+            state, due, enqueued = JobState.WAITING.value if job.refs else "ready", 0, 0
+        else:
+            state = JobState.of_letter(text(reply[2])).value
+            due, enqueued = number(reply[1]), number(reply[3])
+        made = enqueued_job(
+            job_id, self.name, task, list(args), dict(kwargs), priority, dict(meta or {}),
+            state, due, enqueued,
+        )  # fmt: skip
+        run_when = "finished" if job.run_when == "f" else "succeeded"
+        return dataclasses.replace(made, depends_on=tuple(job.refs), run_when=run_when)
+
+    def _run_eagerly(self, ordered: Sequence[Dependent], alias: str | None) -> list[Job]:
+        """EAGER: each job run here in dependency order; one whose dependency (run here)
+        ended dead does not run, unless run_when is "finished"."""
+
+        def run_all() -> list[Job]:
+            ended: dict[str, Job] = {}
+            for job in ordered:
+                made = eager_job(self.name, job.made)
+                dead = [ref for ref in job.refs if ref in ended and ended[ref].state == "dead"]
+                ended[job.made.id] = run_unless_failed(made, dead, job.run_when == "f")
+            return [ended[job.made.id] for job in ordered]
+
+        if alias is None:
+            return run_all()
+        transaction.on_commit(run_all, using=alias)
+        return [eager_job(self.name, job.made) for job in ordered]
+
+
+def _chunks(ordered: Sequence[Dependent]) -> Iterable[list[Dependent]]:
+    """Batches of at most MAX_BATCH jobs and MAX_BATCH outside dependencies, in order."""
+    chunk: list[Dependent] = []
+    ids: set[str] = set()
+    outside: set[str] = set()
+    for job in ordered:
+        theirs = {ref for ref in job.refs if "\t" not in ref and ref not in ids}
+        if chunk and (len(chunk) == MAX_BATCH or len(outside | theirs) > MAX_BATCH):
+            yield chunk
+            chunk, ids, outside = [], set(), set()
+            theirs = {ref for ref in job.refs if "\t" not in ref}
+        chunk.append(job)
+        ids.add(job.made.id)
+        outside |= theirs
+    if chunk:
+        yield chunk
+
+
+def _refused(exc: redis.ResponseError, queue: str) -> Exception:
+    message = str(exc)
+    kind, _, job_id = message.partition(" ")
+    if kind == "unknown":
+        return ValueError(
+            f"depends_on names job {job_id!r} of queue {queue!r}, which does not exist (or "
+            "its result expired)."
+        )
+    if kind == "corrupt":
+        return ValueError(f"Job {job_id!r} of queue {queue!r} is not a job's hash in Redis.")
+    return exc

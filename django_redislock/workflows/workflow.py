@@ -1,0 +1,288 @@
+"""Enqueueing a workflow, and the handle it returns (``Workflow``).
+
+``enqueue`` checks every step first (its task as ``Task.enqueue`` would, its queue, the
+bounds), then writes them queue by queue, one DEPEND per queue and 1,000 steps: the record
+of the workflow (its steps, in order) goes with the steps of the queue of its first step.
+A step waits for its dependencies in other queues through the outboxes, which ``enqueue``
+delivers once everything is written. Inside ``transaction.atomic()`` all of it happens when
+the transaction commits, and nothing if it rolls back.
+
+The handle reads the steps' states from Redis each time it is asked. The record is kept
+while the workflow runs, and for the first queue's ``RESULT_TTL`` after it ended; the
+workers clean it up then (``sweep``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import InvalidTask, JobNotFound
+from ..queue.arguments import new_ids
+from ..queue.depend_scripts import CANCEL_STEPS
+from ..queue.eager import eager_job, run_unless_failed
+from ..queue.jobs import Job, JobState, text
+from ..queue.lua import MAX_BATCH
+from ..queue.on_commit import commit_alias, described, push_at_commit
+from ..queue.outbox import deliver_now, ref_from
+from ..queue.queue import Queue, asker, get_queue
+from ..tasks.results import framework
+
+if TYPE_CHECKING:
+    from .canvas import Canvas, Node
+
+MAX_RECORD = 4 * 1024 * 1024  # bytes of a workflow's record (its steps' ids and tasks)
+_PENDING = {
+    JobState.WAITING.value: "waiting",
+    JobState.READY.value: "ready",
+    JobState.SCHEDULED.value: "ready",
+    JobState.PARKED.value: "ready",
+    JobState.RUNNING.value: "running",
+    JobState.DONE.value: "done",
+    JobState.DEAD.value: "dead",
+}
+
+
+def enqueue(canvas: Canvas) -> Workflow:
+    nodes = canvas.nodes()
+    workflow_id = next(new_ids(1))
+    ids = list(new_ids(len(nodes)))
+    queues: dict[str, Queue] = {}
+    placed: list[tuple[str, dict[str, Any]]] = []
+    for node in nodes:
+        queue, spec = _job_spec(node)
+        queues.setdefault(queue.name, queue)
+        placed.append((queue.name, spec))
+    home = placed[0][0]
+    for n, (node, (_, spec)) in enumerate(zip(nodes, placed, strict=True)):
+        spec["job_id"] = ids[n]
+        spec["depends_on"] = [Job(ids[i], placed[i][0], "") for i in node.after]
+        spec["run_when"] = node.run_when
+        spec["meta"] = {**(spec.get("meta") or {}), "workflow": workflow_id, "workflow_queue": home}
+    steps = [(name, ids[n], spec["task"]) for n, (name, spec) in enumerate(placed)]
+    workflow = Workflow(workflow_id, home, steps)
+    if queues[home].eager:
+        return _run_eagerly(workflow, nodes, placed, queues)
+    record = json.dumps({"steps": steps}, separators=(",", ":"))
+    if len(record) > MAX_RECORD:
+        raise ValueError(
+            f"The workflow's record would be {len(record)} bytes; at most {MAX_RECORD}."
+        )
+    ordered: dict[str, list[Any]] = {}
+    for name, queue in queues.items():  # every step checked before any is written
+        written = frozenset(ref_from(q, i, name) for q, i, _ in steps)
+        specs = [spec for (q, spec) in placed if q == name]
+        ordered[name] = queue.dependents(specs, written)[1]
+
+    def write() -> None:
+        for name in sorted(queues, key=lambda name: name != home):  # the record first
+            queue = queues[name]
+            queue.push_dependent(
+                ordered[name], (workflow_id, record) if name == home else None, False
+            )
+        if len(queues) > 1:  # registrations across queues: delivered once all is written
+            for queue in queues.values():
+                deliver_now(queue)
+
+    alias = commit_alias(None) if queues[home].on_commit else None
+    if alias is None:
+        write()
+    else:
+        push_at_commit(alias, write, described([spec_job(spec) for _, spec in placed]))
+    return workflow
+
+
+def spec_job(spec: dict[str, Any]) -> tuple[str, Any, Any, Any]:
+    return spec["job_id"], spec["task"], spec.get("args", ()), spec.get("kwargs") or {}
+
+
+def _job_spec(node: Node) -> tuple[Queue, dict[str, Any]]:
+    from ..tasks.backend import RedisTaskBackend
+
+    task = node.step.task
+    backend = task.get_backend()
+    if not isinstance(backend, RedisTaskBackend):
+        raise TypeError(
+            f"{task.module_path} runs on {type(backend).__name__}: a workflow's steps must "
+            "run on RedisTaskBackend."
+        )
+    return backend.job_spec(task, node.step.args, node.step.kwargs)
+
+
+def _run_eagerly(
+    workflow: Workflow,
+    nodes: list[Node],
+    placed: list[tuple[str, dict[str, Any]]],
+    queues: dict[str, Queue],
+) -> Workflow:
+    """EAGER (the first step's queue): every step runs here, in order; one whose dependency
+    ended dead ends dead without running, unless it runs when they finished."""
+    ended: list[Job] = []
+    for node, (name, spec) in zip(nodes, placed, strict=True):
+        made, _ = queues[name].checked_values(spec, spec["job_id"])
+        dead = [ended[i].id for i in node.after if ended[i].state == JobState.DEAD.value]
+        ended.append(run_unless_failed(eager_job(name, made), dead, node.run_when == "finished"))
+    workflow.ran_here = ended
+    return workflow
+
+
+class Workflow:
+    """A workflow enqueued: its id, the queue of its first step (where its record is) and
+    its steps (queue, job id, task path), in the order they were given. Everything else is
+    read from Redis when asked."""
+
+    def __init__(self, workflow_id: str, queue: str, steps: Sequence[tuple[str, str, str]]):
+        self.id, self.queue = workflow_id, queue
+        self.steps: list[tuple[str, str, str]] = [(q, i, t) for q, i, t in steps]
+        self.ran_here: list[Job] | None = None  # EAGER: the steps as they ended, here
+
+    def __repr__(self) -> str:
+        return f"<Workflow {self.id} of {len(self.steps)} steps in {self.queue!r}>"
+
+    @classmethod
+    def get(cls, workflow_id: str, queue: str = "default") -> Workflow:
+        """The workflow ``workflow_id`` whose first step is in ``queue``; ``JobNotFound``
+        when there is none (or it was cleaned up, ``RESULT_TTL`` after it ended)."""
+        home = get_queue(queue)
+        raw = home.client.get(home.keys.workflow(workflow_id))
+        if raw is None:
+            raise JobNotFound(f"No workflow {workflow_id!r} in queue {queue!r}.")
+        try:
+            steps = json.loads(raw)["steps"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise JobNotFound(
+                f"The record of workflow {workflow_id!r} is corrupt ({exc})."
+            ) from exc
+        return cls(workflow_id, queue, steps)
+
+    def jobs(self) -> list[Job | None]:
+        """Each step's job as it stands (None for one no longer kept), in step order."""
+        if self.ran_here is not None:
+            return list(self.ran_here)
+        found: dict[tuple[str, str], Job | None] = {}
+        by_queue: dict[str, list[str]] = {}
+        for name, job_id, _ in self.steps:
+            by_queue.setdefault(name, []).append(job_id)
+        for name, job_ids in by_queue.items():
+            queue = get_queue(name)
+            for start in range(0, len(job_ids), MAX_BATCH):
+                batch = job_ids[start : start + MAX_BATCH]
+                for job_id, job in zip(batch, queue.get_many(batch), strict=True):
+                    found[(name, job_id)] = job
+        return [found[(name, job_id)] for name, job_id, _ in self.steps]
+
+    def progress(self) -> dict[str, int]:
+        """How many steps are waiting, ready (scheduled and parked too), running, done and
+        dead (one no longer kept counts as dead)."""
+        counts = dict.fromkeys(("waiting", "ready", "running", "done", "dead"), 0)
+        for job in self.jobs():
+            counts[_PENDING.get(job.state, "dead") if job is not None else "dead"] += 1
+        return counts
+
+    @property
+    def status(self) -> str:
+        """ "pending" (no step started yet), "running", "succeeded" (every step done) or
+        "failed" (every step ended, one dead)."""
+        counts = self.progress()
+        if counts["waiting"] + counts["ready"] + counts["running"]:
+            started = counts["running"] + counts["done"] + counts["dead"]
+            return "running" if started else "pending"
+        return "failed" if counts["dead"] else "succeeded"
+
+    def results(self) -> list[Any]:
+        """The steps' ``TaskResult``s, in step order (None for one no longer kept)."""
+        return [None if job is None else _task_result(job) for job in self.jobs()]
+
+    def cancel(self, *, by: str | None = None) -> int:
+        """Stop the workflow: steps that have not started end dead as cancelled (never run),
+        running ones are asked to stop. Returns how many steps it reached."""
+        who = asker(by)
+        reached = 0
+        by_queue: dict[str, list[str]] = {}
+        for name, job_id, _ in self.steps:
+            by_queue.setdefault(name, []).append(job_id)
+        touched = []
+        for name, job_ids in by_queue.items():
+            queue = get_queue(name)
+            for start in range(0, len(job_ids), MAX_BATCH):
+                batch = job_ids[start : start + MAX_BATCH]
+                ended, stopping, outboxed = queue.run(
+                    CANCEL_STEPS, queue.keys.jobs(batch), [who, *batch]
+                )
+                reached += int(ended) + int(stopping)
+                if outboxed:
+                    touched.append(queue)
+        for queue in touched:
+            deliver_now(queue)
+        return reached
+
+    def join(self, timeout: float | None = None) -> Workflow:
+        """Wait until every step ended (woken by each end, no polling); ``TimeoutError``
+        after ``timeout`` seconds."""
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        for name, job_id, _ in self.steps if self.ran_here is None else ():
+            left = None if timeout is None else max(0.0, deadline - time.monotonic())
+            try:
+                get_queue(name).join(job_id, left)
+            except JobNotFound:  # no longer kept: it ended long ago
+                continue
+        return self
+
+    async def ajoin(self, timeout: float | None = None) -> Workflow:
+        """``join`` for asyncio."""
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        for name, job_id, _ in self.steps if self.ran_here is None else ():
+            left = None if timeout is None else max(0.0, deadline - time.monotonic())
+            try:
+                await get_queue(name).ajoin(job_id, left)
+            except JobNotFound:
+                continue
+        return self
+
+
+def _task_result(job: Job) -> Any:
+    """``job``'s TaskResult, as its task's backend gives it."""
+    from ..queue.execution import resolve_task
+    from ..tasks.backend import RedisTaskBackend
+
+    try:
+        backend = resolve_task(job.task).get_backend()
+    except InvalidTask:
+        backend = None
+    if not isinstance(backend, RedisTaskBackend):
+        backend = next(b for b in framework.task_backends.all() if isinstance(b, RedisTaskBackend))
+    return backend._result(job)
+
+
+def sweep(queue: Queue, limit: int = 50) -> int:
+    """Clean up the records of workflows of ``queue`` that ended more than its
+    ``RESULT_TTL`` ago (at most ``limit`` looked at); those still running are looked at
+    again later. Returns how many were deleted."""
+    client, keys = queue.client, queue.keys
+    now_ms = int(time.time() * 1000)
+    due = [text(i) for i in client.zrangebyscore(keys.workflows, "-inf", now_ms, 0, limit)]
+    deleted = 0
+    for workflow_id in due:
+        try:
+            workflow = Workflow.get(workflow_id, queue.name)
+            jobs = workflow.jobs()
+        except JobNotFound:
+            jobs = []
+        ends = [job.finished for job in jobs if job is not None]
+        running = any(job is not None and not job.finished for job in jobs)
+        ttl_ms = queue.result_ttl * 1000
+        if running:  # looked at again in a while
+            client.zadd(keys.workflows, {workflow_id: now_ms + min(ttl_ms, 600_000)})
+            continue
+        if ends and max(ends) > now_ms - ttl_ms:  # ended lately: kept for its RESULT_TTL
+            client.zadd(keys.workflows, {workflow_id: max(ends) + ttl_ms})
+            continue
+        pipe = client.pipeline(transaction=False)
+        pipe.delete(keys.workflow(workflow_id))
+        pipe.zrem(keys.workflows, workflow_id)
+        pipe.execute()
+        deleted += 1
+    return deleted
