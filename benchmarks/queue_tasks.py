@@ -74,6 +74,30 @@ def redislock_stamp(since: float) -> None:
     stamp(since)
 
 
+# A workflow's hand-off (``benchmarks/workflows.py``): a step pushes the time it ended, the
+# step after it the time it started.
+ENDS, STARTS = "bench:ends", "bench:starts"
+
+
+def end_mark() -> int:
+    _redis().rpush(ENDS, time.time())
+    return 1
+
+
+def start_mark(*ignored: Any) -> None:  # (huey's then() passes the result before)
+    _redis().rpush(STARTS, time.time())
+
+
+@task()
+def redislock_end_mark() -> int:
+    return end_mark()
+
+
+@task()
+def redislock_start_mark() -> None:
+    start_mark()
+
+
 def huey_tasks(huey: Any) -> tuple[Any, Any]:
     """``noop`` and ``stamp`` registered on ``huey`` (each instance has its own registry)."""
     return huey.task()(noop), huey.task()(stamp)

@@ -1,11 +1,12 @@
 """What stays in Redis once names are no longer used (issue 24, point 3): after 10,000
 distinct names of every kind (locks released and lapsed, fenced locks, semaphores released
-and lapsed, stocks set and deleted, rate limits, finished jobs) are done with, a sweep of
-the whole keyspace finds only what the README says stays: fence counters for a minute, one
-sweep marker per lock shard, a queue's arrival counter and wake-up list.
+and lapsed, stocks set and deleted, rate limits, finished jobs, workflows) are done with, a
+sweep of the whole keyspace finds only what the README says stays: fence counters for a
+minute, one sweep marker per lock shard, a queue's arrival counter and wake-up list, a
+join's wake-ups for a minute.
 
-The upkeep the README names runs meanwhile: the admin's listings, and further jobs finishing
-(each trims the finished-job index). ``STALE_MARGIN_MS`` is set to 0 so that entries of locks
+The upkeep the README names runs meanwhile: the admin's listings, further jobs finishing
+(each trims the finished-job index), and the workers' clean-up of ended workflows' records. ``STALE_MARGIN_MS`` is set to 0 so that entries of locks
 that ended unreleased go at once rather than a minute later (the margin covers clock skew
 between hosts, not tested here)."""
 
@@ -26,7 +27,10 @@ from django_redislock.ratelimit.limiter import RateLimit
 from django_redislock.redis.clients import get_redis
 from django_redislock.semaphores import listing as semaphore_listing
 from django_redislock.semaphores.listing import list_semaphores
+from django_redislock.workflows import chain, step
+from django_redislock.workflows.workflow import sweep as sweep_workflows
 from tests.support.fixtures import Backend
+from tests.tasks import record
 
 pytestmark = pytest.mark.django_db
 
@@ -46,12 +50,15 @@ def what_stays(key: str, kind: str, pttl: int) -> str | None:
         (r":\{Q:default\}:wake$", "list", "the queue's wake-up list"),
         (r":\{Q:default\}:result:", "hash", "a finished job, for RESULT_TTL"),
         (r":\{Q:default\}:done$", "zset", "the finished jobs' index"),
+        (r":\{Q:default\}:end:", "list", "a join's wake-ups, for a minute"),
     ]
     for pattern, wanted, label in rules:
         if re.search(pattern, key) and kind == wanted:
             if "fence" in label and not 0 < pttl <= FENCE_KEEP_MS:
                 return None
             if "RESULT_TTL" in label and pttl <= 0:
+                return None
+            if "join" in label and not 0 < pttl <= FENCE_KEEP_MS:
                 return None
             return label
     return None
@@ -88,11 +95,14 @@ def use_every_kind(count: int) -> None:
         stock.add(1)
         assert stock.delete()
         queue.enqueue("tests.tasks.record", args=[i], job_id=f"job:{i}")
+        if i % 20 == 0:  # a workflow: its steps wait, are released, end; its record
+            chain(step(record, i), step(record, i)).enqueue()
         if i % 500 == 499:
             for job in queue.pop(500, worker="w"):
-                queue.ack(job)
-    for job in queue.pop(count, worker="w"):
-        queue.ack(job)
+                queue.ack(job, "null")
+    while jobs := queue.pop(1000, worker="w"):  # (the second steps come once released)
+        for job in jobs:
+            queue.ack(job, "null")
 
 
 def upkeep(round_: int) -> None:
@@ -103,6 +113,7 @@ def upkeep(round_: int) -> None:
     queue.enqueue("tests.tasks.record", args=[0], job_id=f"later:{round_}")
     for job in queue.pop(1, worker="w"):
         queue.ack(job)
+    sweep_workflows(queue)  # (the workers' minutely clean-up of ended workflows' records)
 
 
 def test_names_no_longer_used_leave_only_what_the_readme_says(

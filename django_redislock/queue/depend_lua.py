@@ -99,14 +99,32 @@ depend_met = function(key, id, ref, outcome, now, why, corrupt)
   end
   wake(1)
 end
--- A pending job replaced by an enqueue passes its dependants and joiners on to the new one:
--- read them (nil: none) before its hash goes, and set them on the new hash.
+-- A pending job replaced by an enqueue passes its dependants and joiners on to the new one,
+-- and a waiting one its dependencies, so that the new one waits for them as it did: read
+-- them (nil: none) before its hash goes, and set them on the new hash (``relink``, which
+-- returns S.waiting when the new job waits).
 local function links_of(key)
-  local l = redis.call('HMGET', key, F.dependants, F.joined)
-  return (l[1] or l[2]) and l or nil
+  local kept, all, waits = {{}}, redis.call('HGETALL', key), false
+  for i = 1, #all, 2 do
+    local f = all[i]
+    if f == F.dependants or f == F.joined or f == F.depends or f == F.waiting_on
+      or f == F.run_when or string.byte(f, 1) == 64 then  -- ("@<ref>")
+      kept[#kept + 1] = f
+      kept[#kept + 1] = all[i + 1]
+    elseif f == F.state then
+      waits = all[i + 1] == S.waiting
+    end
+  end
+  return #kept > 0 and {{kept, waits}} or nil
 end
-local function relink(key, l)
-  if l and l[1] then redis.call('HSET', key, F.dependants, l[1]) end
-  if l and l[2] then redis.call('HSET', key, F.joined, l[2]) end
+local function relink(key, id, l, now)
+  if not l then return nil end
+  for i = 1, #l[1], 1000 do redis.call('HSET', key, unpack(l[1], i, math.min(i + 999, #l[1]))) end
+  if not l[2] then return nil end
+  redis.call('ZREM', READY, id)
+  redis.call('ZREM', SCHED, id)
+  redis.call('HSET', key, F.state, S.waiting)
+  redis.call('ZADD', WAITING, now, id)
+  return S.waiting
 end
 """

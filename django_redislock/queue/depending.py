@@ -25,7 +25,7 @@ from ..redis.scripts import LuaScript
 from .arguments import Made, checked_job_id, new_id
 from .depend_scripts import DEPEND
 from .eager import eager_job, run_unless_failed
-from .jobs import Job, JobState, enqueued_job, number, text
+from .jobs import Field, Job, JobState, enqueued_job, number, text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit
@@ -254,8 +254,20 @@ class Depending:
             outboxed = outboxed or bool(reply[-1])
         if outboxed and delivered:
             deliver_now(self)  # type: ignore[arg-type]
+            self._restate(ordered, replies)
         replies[""] = [outboxed]
         return replies
+
+    def _restate(self, ordered: Sequence[Dependent], replies: dict[str, list[Any]]) -> None:
+        """The states of the jobs with a dependency in another queue, read again: one that
+        had ended is told by the delivery just made (ready, or dead, by now)."""
+        crossing = [job.made.id for job in ordered if any("\t" in ref for ref in job.refs)]
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in crossing:
+            pipe.hget(self.keys.job(job_id), Field.STATE)
+        for job_id, state in zip(crossing, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(state, bytes) and replies[job_id][0]:  # (added, not kept)
+                replies[job_id][2] = state
 
     def dependent_job(self, job: Dependent, reply: list[Any] | None) -> Job:
         """The Job enqueue returns for ``job``, from DEPEND's four values for it (None:
@@ -280,9 +292,11 @@ class Depending:
         def run_all() -> list[Job]:
             ended: dict[str, Job] = {}
             for job in ordered:
-                made = eager_job(self.name, job.made)
-                dead = [ref for ref in job.refs if ref in ended and ended[ref].state == "dead"]
-                ended[job.made.id] = run_unless_failed(made, dead, job.run_when == "f")
+                made = dataclasses.replace(
+                    eager_job(self.name, job.made), depends_on=tuple(job.refs)
+                )
+                before = {ref: ended[ref] for ref in job.refs if ref in ended}
+                ended[job.made.id] = run_unless_failed(made, before, job.run_when == "f")
             return [ended[job.made.id] for job in ordered]
 
         if alias is None:

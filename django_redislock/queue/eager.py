@@ -18,7 +18,8 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from functools import partial
 
 from django.db import transaction
@@ -87,14 +88,30 @@ def run_now(job: Job) -> Job:
     return finished(job, value, started)
 
 
-def run_unless_failed(job: Job, dead: Sequence[str], anyway: bool) -> Job:
-    """``run_now``, for a job whose dependencies ran here before it: ``dead``, those that
-    ended dead; unless it runs ``anyway`` (run_when "finished"), one of them ends it dead
-    with ``DependencyFailed`` without running it."""
+# The jobs run here before the one running now that it depends on, by ref: where its
+# ``context.dependency_results`` come from (none of them is in Redis).
+_before: ContextVar[Mapping[str, Job] | None] = ContextVar("redislock_eager_before", default=None)
+
+
+def ran_before(ref: str) -> Job | None:
+    """The job ``ref`` names, if it ran here before the job running now (EAGER)."""
+    before = _before.get()
+    return None if before is None else before.get(ref)
+
+
+def run_unless_failed(job: Job, before: Mapping[str, Job], anyway: bool) -> Job:
+    """``run_now``, for ``job`` (its ``depends_on`` set) whose dependencies ran here
+    before it (``before``: by ref). Unless it runs ``anyway`` (run_when "finished"), one of
+    them that ended dead ends it dead with ``DependencyFailed``, without running it."""
+    dead = [ref for ref, ended in before.items() if ended.state == JobState.DEAD.value]
     if dead and not anyway:
         exc = DependencyFailed(f"Its dependency {dead[0]} ended dead.")
         return failed(job, exc, "", JobState.DEAD, 0)
-    return run_now(job)
+    token = _before.set(before)
+    try:
+        return run_now(job)
+    finally:
+        _before.reset(token)
 
 
 def eager_job(queue_name: str, made: Made) -> Job:

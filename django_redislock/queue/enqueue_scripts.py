@@ -126,7 +126,7 @@ for n = 1, count do
       end
     end
     write_job(key, i, state, due, now)
-    relink(key, links)
+    state = relink(key, id, links, now) or state
   end
   results[#results + 1] = result
   results[#results + 1] = due

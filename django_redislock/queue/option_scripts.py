@@ -89,7 +89,7 @@ for n = 1, count do
       if due <= head(SCHED) then woken = math.max(woken, 1) end
     end
     write_job(key, i, state, due, now)
-    relink(key, links)
+    state = relink(key, id, links, now) or state
     if debounce > 0 then redis.call('HSET', key, F.debounced, debounce) end
     if unique > 0 then
       redis.call('DEL', marker)

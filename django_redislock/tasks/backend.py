@@ -103,17 +103,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
     @tracing.traced_task_enqueue
     def enqueue(self, task: Any, args: Any, kwargs: Any, traced: bool = False) -> Any:
         # (``traced``: inside the enqueue span, whose context the job's meta carries)
-        raw, client = user_settings(), get_redis()
-        kept = self._prepared.get(id(task))
-        if (
-            kept is None
-            or kept[0] is not task
-            or kept[2] is not client
-            or (kept[1] is not raw and kept[1] != raw)
-            or kept[3] != self._capabilities()
-        ):
-            kept = self._prepare(task, raw, client)
-        path, queue, meta, due, decided = kept[4:]
+        path, queue, meta, due, decided = self._kept(task)[4:]
         if traced:
             meta = tracing.carried_text(meta)
         args, kwargs, args_text, kwargs_text = arguments(args, kwargs)
@@ -147,6 +137,21 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         reply = queue.add_new(values, meanwhile)
         return self._stamped(made[0], reply, made[1])
 
+    def _kept(self, task: Any) -> tuple[Any, ...]:
+        """What ``_prepare`` found out about ``task``, kept while nothing it depends on
+        changed (else found out again)."""
+        raw, client = user_settings(), get_redis()
+        kept = self._prepared.get(id(task))
+        if (
+            kept is None
+            or kept[0] is not task
+            or kept[2] is not client
+            or (kept[1] is not raw and kept[1] != raw)
+            or kept[3] != self._capabilities()
+        ):
+            kept = self._prepare(task, raw, client)
+        return kept
+
     def queue_of(self, name: str) -> Queue:
         """Queue ``name`` (what this backend's results and contexts read and write)."""
         return get_queue(name)
@@ -156,7 +161,7 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
         takes one: checked as ``enqueue`` checks it (a workflow's step). A task whose
         options decide at enqueue whether a job is written at all (``unique_for``,
         ``debounce``) cannot be a step: TypeError."""
-        path, queue, meta, _, decided = self._prepare(task, user_settings(), get_redis())[4:]
+        path, queue, meta, _, decided = self._kept(task)[4:]
         for name in ("unique_for", "debounce", "unique_by_args"):
             if name in decided:
                 raise TypeError(f"{path} has {name}: a workflow's step cannot.")

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from ..exceptions import JobNotFound
+from ..queue.eager import ran_before
 from ..queue.jobs import Field, Job, text
 from ..queue.outbox import split_ref
 from .results import TaskContext
@@ -48,12 +49,16 @@ class RedisTaskContext(TaskContext):  # type: ignore[misc]
         return self._results  # type: ignore[no-any-return]
 
     def _result(self, ref: str) -> Any:
+        backend = self.task_result.task.get_backend()
+        earlier = ran_before(ref)  # EAGER: it ran here, a moment ago
+        if earlier is not None:
+            return backend._result(earlier)
         name, job_id = split_ref(ref, self._job.queue)
         try:
             job = self._queue(name).get(job_id)
         except JobNotFound:
             return None
-        return self.task_result.task.get_backend()._result(job)
+        return backend._result(job)
 
     def save_metadata(self) -> None:
         """Publish ``metadata`` (JSON: else ``TypeError``; at most ``MAX_METADATA`` bytes:

@@ -14,6 +14,7 @@ workers clean it up then (``sweep``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -123,8 +124,9 @@ def _run_eagerly(
     ended: list[Job] = []
     for node, (name, spec) in zip(nodes, placed, strict=True):
         made, _ = queues[name].checked_values(spec, spec["job_id"])
-        dead = [ended[i].id for i in node.after if ended[i].state == JobState.DEAD.value]
-        ended.append(run_unless_failed(eager_job(name, made), dead, node.run_when == "finished"))
+        before = {ref_from(ended[i].queue, ended[i].id, name): ended[i] for i in node.after}
+        job = dataclasses.replace(eager_job(name, made), depends_on=tuple(before))
+        ended.append(run_unless_failed(job, before, node.run_when == "finished"))
     workflow.ran_here = ended
     return workflow
 

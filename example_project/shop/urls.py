@@ -7,6 +7,8 @@ urlpatterns = [
     path("products/<int:product_id>/buy/", views.buy),
     path("products/<int:product_id>/buy-unguarded/", views.buy_unguarded),
     path("products/<int:product_id>/buy-reserved/", views.buy_reserved),
+    path("products/<int:product_id>/checkout/", views.checkout),
+    path("orders/<int:order_id>/", views.order_status),
     path("orders/export/", views.export_orders),
     path("orders/<int:order_id>/pay/", views.pay),
     path("points/redeem/", views.redeem),

@@ -11,11 +11,12 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_POST
 
 from django_redislock import get_queue, redis_locked, redis_rate_limited
-from django_redislock.exceptions import ReservationExpired
+from django_redislock.exceptions import JobNotFound, ReservationExpired
 from django_redislock.fencing import fenced_update
+from django_redislock.workflows import Workflow
 
 from .models import Order, PointsAccount, Product, Redemption
-from .tasks import close, close_job_id, schedule_close, unpaid_seconds
+from .tasks import close, close_job_id, schedule_close, start_checkout, unpaid_seconds
 
 # Stands in for the slow part of a real sale (the payment provider, the warehouse): the
 # window in which concurrent buyers all see the last item in stock.
@@ -109,6 +110,32 @@ def buy_reserved(request: HttpRequest, product_id: int) -> JsonResponse:
         product.units.release(reservation)  # no order: the unit goes back at once
         raise
     return JsonResponse({"order": order.pk, "reservation": reservation.id}, status=201)
+
+
+@require_POST
+def checkout(request: HttpRequest, product_id: int) -> JsonResponse:
+    """Checkout as a workflow (``shop.tasks.start_checkout``): the order is made now, and
+    reserved, charged, confirmed and receipted by the workers, step after step. 202: its
+    state is at ``/orders/<id>/`` meanwhile."""
+    product = get_object_or_404(Product, pk=product_id)
+    with transaction.atomic():
+        order = Order.objects.create(product=product)
+        workflow = start_checkout(order)  # pushed when the order is committed
+    return JsonResponse({"order": order.pk, "workflow": workflow.id}, status=202)
+
+
+def order_status(request: HttpRequest, order_id: int) -> JsonResponse:
+    """An order's state, and its checkout's (the workflow's id given as ``?workflow=``)."""
+    order = get_object_or_404(Order, pk=order_id)
+    found: dict[str, object] = {"order": order.pk, "status": order.status}
+    workflow_id = request.GET.get("workflow")
+    if workflow_id:
+        try:
+            workflow = Workflow.get(workflow_id)
+        except JobNotFound:
+            return JsonResponse({**found, "error": "no-such-workflow"}, status=404)
+        found.update(checkout=workflow.status, steps=workflow.progress())
+    return JsonResponse(found)
 
 
 @staff_member_required

@@ -5,6 +5,7 @@ outbox). The real workers' tests are in ``test_worker_dependencies``."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -38,15 +39,16 @@ def state(queue: Queue, job: Any) -> str:
     return str(queue.get(job.id).state)
 
 
-def run_one(queue: Queue, expect: Any = None, *, fail: bool = False) -> Any:
-    """Pop the next job (``expect``: it must be that one) and end it: done, or dead."""
+def run_one(queue: Queue, expect: Any = None, *, fail: bool = False, result: Any = "ok") -> Any:
+    """Pop the next job (``expect``: it must be that one) and end it: done (with
+    ``result``), or dead."""
     [job] = queue.pop()
     if expect is not None:
         assert job.id == expect.id
     if fail:
         assert queue.bury(job, RuntimeError("boom"))
     else:
-        assert queue.ack(job, '"ok"')
+        assert queue.ack(job, json.dumps(result))
     return job
 
 
@@ -174,10 +176,13 @@ def test_a_registration_whose_dependency_ended_meanwhile_tells_at_once(
     queues: tuple[Queue, Queue],
 ):
     default, other = queues
-    parent = other.enqueue(TASK, [1])
+    parent, dying = other.enqueue(TASK, [1]), other.enqueue(TASK, [2])
     run_one(other, parent)
-    child = default.enqueue(TASK, [2], depends_on=[parent])
-    assert state(default, child) == "ready"
+    run_one(other, dying, fail=True)
+    child = default.enqueue(TASK, [3], depends_on=[parent])
+    assert child.state == state(default, child) == "ready"  # as returned, too
+    orphan = default.enqueue(TASK, [4], depends_on=[dying])
+    assert orphan.state == state(default, orphan) == "dead"
 
 
 # --- what is refused, and nothing written ---------------------------------------------------
@@ -257,6 +262,18 @@ def test_a_waiting_job_can_be_cancelled(queue: Queue):
     assert queue.counts()["waiting"] == 0
     run_one(queue, parent)  # its end finds no dependant to tell
     assert queue.pop() == []
+
+
+def test_replacing_a_waiting_job_keeps_it_waiting_for_its_dependencies(queue: Queue):
+    parent = queue.enqueue(TASK, [1])
+    queue.enqueue(TASK, [2], job_id="w", depends_on=[parent], run_when="finished")
+    replaced = queue.enqueue(TASK, [3], job_id="w", replace=True)
+    assert replaced.state == "waiting"
+    again = queue.get("w")
+    assert (again.args, again.depends_on, again.run_when) == ([3], (parent.id,), "finished")
+    assert queue.counts()["ready"] == 1  # the parent alone
+    run_one(queue, parent, fail=True)
+    assert run_one(queue).args == [3]  # released as it waited: however the parent ended
 
 
 def test_replacing_a_pending_dependency_keeps_its_dependants(queue: Queue):

@@ -183,6 +183,8 @@ def test_an_eager_queue_runs_the_workflow_here(queues: Any, settings: Any):
     assert ran() == ["a", "dies"]
     assert wf.status == "failed"
     assert [r.status.name for r in wf.results()] == ["SUCCESSFUL", "FAILED", "FAILED"]
+    gathered = group([step(t.step, "x"), step(t.step, "y")]).then(step(t.gather, "g")).enqueue()
+    assert gathered.results()[-1].return_value == ["x", "y"]  # the results of steps run here
 
 
 @pytest.mark.parametrize(

@@ -122,6 +122,7 @@ class Leases(GivingBack):
             return self._collect(self.flight)
         count = self.prefetch if budget is None else min(self.prefetch, budget)
         soonest = None
+        self._deliver_told()
         for queue in self.queues:
             finished = self.finished.take(queue)
             if count <= 0 and not finished:
@@ -132,6 +133,7 @@ class Leases(GivingBack):
                 self.ahead.extend(Leased(queue, job) for job in jobs)
             count -= len(jobs)
             soonest = _sooner(soonest, wait)
+        self._deliver_told()
         return soonest
 
     def send_ahead(self, budget: int | None) -> None:
@@ -180,7 +182,14 @@ class Leases(GivingBack):
                 launch(queue, job)
             started += len(jobs)
             soonest = _sooner(soonest, wait)
+        self._deliver_told()
         return started, soonest
+
+    def _deliver_told(self) -> None:
+        """What a reply said its script left in an outbox (dependants, joiners) is delivered
+        here and now, not at the keeper's next round: a dependant starts at once."""
+        if self.expired.outbox.is_set():
+            self.sweeping.deliver_all()
 
     def wake(self) -> None:
         """Wake a wait for a free slot; never blocks (a signal handler calls it)."""
@@ -203,7 +212,9 @@ class Leases(GivingBack):
         return True
 
     def succeeded(self, queue: Queue, job: Job, value: str | None) -> None:
-        if self.one_at_a_time:  # acknowledged with the next start or fetch, or by the keeper
+        # One at a time, acknowledged with the next start or fetch, or by the keeper; but at
+        # once when jobs wait for it: they start the moment it ended.
+        if self.one_at_a_time and not job.dependants:
             self.finished.add(queue, job, value)
         else:  # at once, so that no finished job depends on this process living on
             self.channels[queue].note([(job, value)])
