@@ -6,9 +6,9 @@ minute, one sweep marker per lock shard, a queue's arrival counter and wake-up l
 join's wake-ups for a minute.
 
 The upkeep the README names runs meanwhile: the admin's listings, further jobs finishing
-(each trims the finished-job index), and the workers' clean-up of ended workflows' records. ``STALE_MARGIN_MS`` is set to 0 so that entries of locks
-that ended unreleased go at once rather than a minute later (the margin covers clock skew
-between hosts, not tested here)."""
+(each trims the finished-job index), and the workers' clean-up of ended workflows' records.
+``STALE_MARGIN_MS`` is set to 0 so that entries of locks that ended unreleased go at once
+rather than a minute later (the margin covers clock skew between hosts, not tested here)."""
 
 from __future__ import annotations
 

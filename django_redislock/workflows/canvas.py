@@ -114,7 +114,7 @@ class Group(Canvas):
         tails: list[int] = []
         for item in self.items:
             tails += item._flatten(found, after, run_when)
-        return tails
+        return tails or after  # (an empty group: what follows it waits for what preceded)
 
 
 def _canvas(item: Any) -> Canvas:

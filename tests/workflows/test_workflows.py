@@ -15,26 +15,20 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from django_redislock import get_queue, get_redis
+from django_redislock import get_redis
 from django_redislock.exceptions import JobNotFound
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.workflows import MAX_STEPS, Workflow, chain, group, step
 from django_redislock.workflows import workflow as workflow_module
 from tests import workflow_tasks as t
-from tests.support.fixtures import Backend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def queues(backend: Backend, settings: Any) -> Any:
-    options = {"LEASE": 30, "MAX_ATTEMPTS": 1, "RETRY_BACKOFF": 0}
-    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": options, "other": options}}
-    settings.TASKS = {
-        "default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend", "QUEUES": []}
-    }
+def queues(two_queues: Any) -> Any:
     get_redis().delete(t.RUNS, t.PROCEED)
-    return get_queue("default"), get_queue("other")
+    return two_queues
 
 
 def drain(*names: str) -> None:
@@ -187,6 +181,20 @@ def test_an_eager_queue_runs_the_workflow_here(queues: Any, settings: Any):
     assert gathered.results()[-1].return_value == ["x", "y"]  # the results of steps run here
 
 
+def elsewhere(n: int) -> int:
+    return n
+
+
+elsewhere.__module__ = "somewhere_else"  # a module that is in no installed app
+
+
+def _outside_task() -> Any:
+    """A task the worker would refuse: its module is in no installed app."""
+    from django_redislock.tasks import task
+
+    return task()(elsewhere)
+
+
 @pytest.mark.parametrize(
     ("build", "error", "match"),
     [
@@ -196,6 +204,8 @@ def test_an_eager_queue_runs_the_workflow_here(queues: Any, settings: Any):
         (lambda: step(print, 1), TypeError, "@task"),
         (lambda: group(step(t.step, "a")), TypeError, "list of steps"),
         (lambda: chain(step(t.unique_step, "u")).enqueue(), TypeError, "unique_for"),
+        (lambda: chain(step(t.step, object())), TypeError, "JSON"),
+        (lambda: chain(step(t.step, "a"), step(_outside_task(), 1)), Exception, "installed app"),
         (
             lambda: group([step(t.step, str(n)) for n in range(1001)]).then(step(t.step, "x")),
             ValueError,
