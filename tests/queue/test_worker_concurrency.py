@@ -61,13 +61,15 @@ def queue(real_backend: Any, settings: Any) -> Any:
 def test_three_workers_of_four_threads_never_run_more_than_the_limit_of_a_key(
     queue: Any, processes: Processes
 ) -> None:
+    for _ in range(3):
+        processes.start(run_worker, 4)
+    # (all three waiting for jobs first: on a busy machine the first would take them all)
+    wait_for(lambda: len(live_workers()) == 3, what="the three workers registered")
     for n in range(8):
         for user in (1, 2, 3):
             queue.enqueue(EXPORT, [user, n], concurrency_key="export:{0}", concurrency_limit=2)
     for n in range(12):
         queue.enqueue(PLAIN, [n])
-    for _ in range(3):
-        processes.start(run_worker, 4)
     wait_for(lambda: len(spans()) == 36, timeout=60, what="every job ran")
     runs = spans()
     for user in (1, 2, 3):
