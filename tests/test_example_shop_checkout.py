@@ -24,7 +24,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def shop(backend: Backend, settings: Any) -> Product:
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {"LEASE": 5}}}
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     product = Product.objects.create(name="lamp")
     product.put_on_sale(1)
     return product
