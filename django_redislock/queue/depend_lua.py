@@ -24,6 +24,25 @@ DEPEND = f"""
 local GIVEN = {{}}
 local OUTBOXED = false  -- something was left in the outbox (the worker's replies say so)
 local depend_met
+-- How many of the dependencies of the job at ``key`` have not ended, from their marks: of
+-- those its list ``dp`` names (a mark missing or damaged: not ended), else of its marks.
+local function waiting_marks(key, dp)
+  local left = 0
+  if dp and dp ~= '' then
+    for ref in string.gmatch(dp, '[^\\n]+') do
+      local mark = redis.call('HGET', key, '@' .. ref)
+      if mark ~= S.done and mark ~= S.dead then left = left + 1 end
+    end
+    return left
+  end
+  local all = redis.call('HGETALL', key)
+  for i = 1, #all, 2 do
+    if string.byte(all[i], 1) == 64 and all[i + 1] ~= S.done and all[i + 1] ~= S.dead then
+      left = left + 1
+    end
+  end
+  return left
+end
 -- Job ``id`` (its hash at ``key``) ended in ``outcome`` (S.done or S.dead; ``why``: a dead
 -- job's error): tell its dependants, and wake those who join it. ``f``: its dependants and
 -- joined fields, if the caller read them (else read here).
@@ -54,8 +73,9 @@ end
 -- Nothing when it is not waiting, or was told of that one already. A waiting job whose key
 -- is not a hash is set aside (at ``corrupt``), dead; without that key, left to the outbox.
 depend_met = function(key, id, ref, outcome, now, why, corrupt)
+  if outcome ~= S.done and outcome ~= S.dead then return end  -- (no outcome: nothing told)
   local ok, f = pcall(redis.call, 'HMGET', key, F.state, '@' .. ref, F.waiting_on, F.run_when,
-                      F.due)
+                      F.due, F.depends)
   if not ok then
     if not corrupt then
       OUTBOXED = true
@@ -70,11 +90,15 @@ depend_met = function(key, id, ref, outcome, now, why, corrupt)
     end
     return
   end
-  if f[1] ~= S.waiting or f[2] ~= S.waiting then return end
+  if f[1] ~= S.waiting or f[2] == S.done or f[2] == S.dead then return end  -- (told already)
+  if f[2] ~= S.waiting and not string.find('\\n' .. (f[6] or '') .. '\\n', '\\n' .. ref .. '\\n', 1,
+                                         true) then
+    return  -- not one of its dependencies
+  end
   redis.call('HSET', key, '@' .. ref, outcome)
   if outcome == S.dead and f[4] ~= 'f' then
     local err = 'Its dependency ' .. string.gsub(ref, '\\t', ':') .. ' ended dead'
-      .. ((why and why ~= '') and (' (' .. why .. ')') or '') .. '.'
+      .. ((why and why ~= '') and (' (' .. string.sub(why, 1, 200) .. ')') or '') .. '.'
     redis.call('ZREM', WAITING, id)
     redis.call('HDEL', key, F.waiting_on)
     redis.call('HSET', key, F.state, S.dead, F.finished, now, F.error, err, F.error_class,
@@ -83,7 +107,12 @@ depend_met = function(key, id, ref, outcome, now, why, corrupt)
     ended(key, id, S.dead, now, err)
     return
   end
-  local left = (num(f[3], 1) or 1) - 1
+  local left = num(f[3], nil)
+  if left and left >= 1 and left == math.floor(left) and f[2] == S.waiting then
+    left = left - 1
+  else  -- its count (or this dependency's mark) was damaged: counted again from the marks
+    left = waiting_marks(key, f[6])
+  end
   if left > 0 then
     redis.call('HSET', key, F.waiting_on, left)
     return

@@ -87,7 +87,8 @@ for n = 0, n_jobs - 1 do
         fields[#fields + 1] = st[1]
         if st[1] == S.dead and ARGV[i + 7] ~= 'f' and not failed then
           failed = 'Its dependency ' .. string.gsub(ref, '\\t', ':') .. ' ended dead'
-            .. ((st[2] and st[2] ~= '') and (' (' .. st[2] .. ')') or '') .. '.'
+            .. ((st[2] and st[2] ~= '') and (' (' .. string.sub(st[2], 1, 200) .. ')') or '')
+            .. '.'
         end
       end
     end
@@ -185,13 +186,15 @@ return ''
 )
 
 # KEYS: the fixed keys, the join list of a job.  ARGV[1] how many wait on it
-# Wakes those who ``join`` a job that ended: a token each, kept a minute for a late one.
+# Wakes those who ``join`` a job that ended: a token each (by the thousand, at least one
+# each), kept a minute for a late one.
 WAKE_JOINERS = script(
     "wake_joiners",
     """
+local n = math.max(1, math.min(tonumber(ARGV[1]) or 1, 100000))
 local tokens = {}
-for i = 1, math.max(1, math.min(tonumber(ARGV[1]) or 1, 100)) do tokens[i] = 1 end
-redis.call('RPUSH', KEYS[JOB], unpack(tokens))
+for i = 1, math.min(n, 1000) do tokens[i] = 1 end
+for _ = 1, n, 1000 do redis.call('RPUSH', KEYS[JOB], unpack(tokens)) end
 redis.call('PEXPIRE', KEYS[JOB], 60000)
 return 1
 """,

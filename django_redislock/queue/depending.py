@@ -21,6 +21,8 @@ import redis
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
+from ..exceptions import RedisUnavailable
+from ..redis.failures import UNAVAILABLE
 from ..redis.scripts import LuaScript
 from .arguments import Made, checked_job_id, new_id
 from .depend_scripts import DEPEND
@@ -52,15 +54,21 @@ def dependency_of(item: Any) -> tuple[str | None, str]:
     if isinstance(item, str):
         return None, checked_job_id(item)
     if isinstance(item, Job):
-        return item.queue, item.id
+        return _queue_name(item.queue), checked_job_id(item.id)
     task = getattr(item, "task", None)
     queue_name = getattr(task, "queue_name", None)
     job_id = getattr(item, "id", None)
     if isinstance(queue_name, str) and isinstance(job_id, str):
-        return queue_name, checked_job_id(job_id)
+        return _queue_name(queue_name), checked_job_id(job_id)
     raise TypeError(
         f"depends_on takes job ids, Jobs and TaskResults, not {type(item).__name__} ({item!r:.60})."
     )
+
+
+def _queue_name(name: Any) -> str:
+    if not isinstance(name, str) or not name or not name.isprintable():
+        raise ValueError(f"depends_on names a job of queue {name!r}, which is no queue name.")
+    return name
 
 
 def checked_run_when(run_when: Any) -> str:
@@ -196,7 +204,11 @@ class Depending:
             pipe = queue.client.pipeline(transaction=False)
             for job_id in job_ids:
                 pipe.exists(queue.keys.job(job_id), queue.keys.result(job_id))
-            for job_id, found in zip(job_ids, pipe.execute(), strict=True):
+            try:
+                founds = pipe.execute()
+            except (*UNAVAILABLE, OSError) as exc:
+                raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+            for job_id, found in zip(job_ids, founds, strict=True):
                 if not found:
                     raise ValueError(
                         f"depends_on names job {job_id!r} of queue {name!r}, which does not "

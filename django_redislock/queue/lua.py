@@ -44,10 +44,13 @@ end
 
 local BAND = 1099511627776  -- 2^40: the ready score of priority p is (100 - p) * BAND + seq
 
--- A number from a hash field: absent gives the default, anything unparsable gives nil.
+-- A number from a hash field: absent gives the default, anything unparsable (NaN and the
+-- infinities too: no score or count may be one) gives nil.
 local function num(v, default)
   if v == false or v == nil then return default end
-  return tonumber(v)
+  local n = tonumber(v)
+  if n ~= n or n == math.huge or n == -math.huge then return nil end
+  return n
 end
 
 -- A job's workers (one a started run) and ``worker``; the oldest go past 4 KB (RetryLater).
@@ -172,7 +175,7 @@ end
 -- Make the follow-up ``n`` (from next_run) the job ``id``: a fresh hash at ``key`` (no
 -- attempts, no errors), ready or scheduled by its due time; the run before it has ended.
 local function run_next(key, id, n, now)
-  local pr, due = tonumber(n[5]) or 0, tonumber(n[6]) or now
+  local pr, due = num(n[5], 0) or 0, num(n[6], now) or now
   if pr < -100 or pr > 100 then pr = 0 end
   redis.call('DEL', key)
   local hset = {'HSET', key, F.task, n[1], F.args, n[2], F.due, math.max(due, now),

@@ -23,9 +23,11 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+import redis
 from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import RedisUnavailable
+from ..redis.failures import UNAVAILABLE
 from .depend_scripts import REGISTER, TELL, WAKE_JOINERS
 from .jobs import JobState, text
 
@@ -37,10 +39,14 @@ logger = logging.getLogger("django_redislock.queue.outbox")
 OUTBOX_MARK = "{outbox}"  # in a script's lost ids: it left something in the outbox
 SWEEP_EVERY = 1.0  # seconds between a worker's sweeps of its queues' outboxes
 BATCH = 200  # entries read at a time
+KEPT_PASSES = 10  # batches of kept registrations one delivery looks past, at most
 # A registration whose dependency is not found yet may be one written by the same workflow
 # in another queue a moment later: it is tried again, until this old.
 UNKNOWN_GRACE_MS = 60_000
 DONE, DEAD, WAITING = JobState.DONE.letter, JobState.DEAD.letter, JobState.WAITING.letter
+ENDED = (DONE, DEAD)
+# Refusals that say Redis cannot take the command now, not that it is wrong.
+TRANSIENT = ("OOM", "READONLY", "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN")
 
 
 def split_ref(ref: str, here: str) -> tuple[str, str]:
@@ -60,11 +66,17 @@ def deliver(queue: Queue, *, rounds: int = 100) -> int:
     RedisUnavailable (whatever was not delivered stays, for the next sweep)."""
     delivered = 0
     todo: list[Queue] = [queue]
+    passes: dict[str, int] = defaultdict(int)  # batches of kept entries passed, per queue
     while todo and rounds > 0:
         rounds -= 1
         source = todo.pop(0)
-        count, more = _deliver_batch(source)
+        try:
+            count, more = _deliver_batch(source, passes[source.name] < KEPT_PASSES)
+        except (*UNAVAILABLE, OSError) as exc:  # (its plain commands, as the scripts raise)
+            raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
         delivered += count
+        if not count:
+            passes[source.name] += 1
         for other in more:
             if all(other.name != q.name for q in todo):
                 todo.append(other)
@@ -81,34 +93,40 @@ def deliver_now(queue: Queue) -> None:
         logger.info("Left %r's outbox to the workers' sweep: %s", queue.name, exc)
 
 
-def _deliver_batch(source: Queue) -> tuple[int, list[Queue]]:
-    """One batch of ``source``'s outbox delivered: (how many, the queues to look at next)."""
+def _deliver_batch(source: Queue, pass_kept: bool) -> tuple[int, list[Queue]]:
+    """One batch of ``source``'s outbox delivered: (how many, the queues to look at next).
+    A registration kept for later goes to the back, so that it holds up nothing behind it
+    (``pass_kept``: a batch of them only, looked past to what follows); a malformed entry
+    is dropped, and logged."""
     client, keys = source.client, source.keys
     entries = client.lrange(keys.outbox, 0, BATCH - 1)
     if not entries:
         return 0, []
     tells: dict[str, list[Any]] = defaultdict(list)
     delivered: list[Any] = []
+    kept: list[Any] = []
     now_ms = int(time.time() * 1000)
     for raw in entries:
         kind, _, rest = text(raw).partition("\n")
         parts = rest.split("\n", 3)
         try:
-            if kind == "t" and len(parts) == 4:
+            if kind == "t" and len(parts) == 4 and _ids(parts[0], parts[1]) and parts[2] in ENDED:
                 target, dependant = split_ref(parts[0], source.name)
                 parent = ref_from(source.name, parts[1], target)
                 tells[target] += (dependant, parent, parts[2], parts[3])
-            elif kind == "e" and len(parts) == 2:
+            elif kind == "e" and len(parts) == 2 and _ids(parts[0]) and parts[1].isdigit():
                 source.run(WAKE_JOINERS, [keys.end(parts[0])], [parts[1]])
-            elif kind == "r" and len(parts) == 3:
+            elif kind == "r" and len(parts) == 3 and _ids(parts[0], parts[1]):
                 if not _registered(source, parts, now_ms, tells):
-                    continue  # not found yet: tried again later
+                    kept.append(raw)  # not found yet: tried again later
+                    continue
             else:
-                logger.error("Dropped a malformed entry of %r's outbox: %r", source.name, raw)
+                logger.error("Dropped a malformed entry of %r's outbox: %.300r", source.name, raw)
         except ImproperlyConfigured as exc:  # a queue not configured (any more)
-            logger.error("Dropped an entry of %r's outbox: %s (%r)", source.name, exc, raw)
+            logger.error("Dropped an entry of %r's outbox: %s (%.300r)", source.name, exc, raw)
         delivered.append(raw)
-    more = [source] if len(entries) == BATCH else []
+    full = len(entries) == BATCH
+    more = [source] if full and (delivered or (kept and pass_kept)) else []
     for target, values in tells.items():
         try:
             queue = source if target == source.name else _queue(target, source)
@@ -117,15 +135,45 @@ def _deliver_batch(source: Queue) -> tuple[int, list[Queue]]:
             continue
         for start in range(0, len(values), 4000):  # (1000 jobs a call)
             chunk = values[start : start + 4000]
-            told_keys = [k for i in chunk[::4] for k in (queue.keys.job(i), queue.keys.corrupt(i))]
-            told = queue.run(TELL, told_keys, chunk)
-            if told and queue not in more:
+            if _told(queue, chunk) and queue not in more:
                 more.append(queue)
     pipe = client.pipeline(transaction=False)
     for raw in delivered:
         pipe.lrem(keys.outbox, 1, raw)
     pipe.execute()
+    if kept and (delivered or full):  # to the back, in one step (never lost in between)
+        moving = client.pipeline(transaction=True)
+        for raw in kept:
+            moving.lrem(keys.outbox, 1, raw)
+            moving.rpush(keys.outbox, raw)
+        moving.execute()
     return len(delivered), more
+
+
+def _told(queue: Queue, chunk: list[Any]) -> bool:
+    """TELL the dependants of ``chunk`` (4 values each); whether that left something in
+    the queue's outbox. A refusal that is Redis's state (out of memory, a replica...) is
+    raised as RedisUnavailable, and the entries stay; any other is logged, and they go."""
+    keys = [k for i in chunk[::4] for k in (queue.keys.job(i), queue.keys.corrupt(i))]
+    try:
+        return bool(queue.run(TELL, keys, chunk))
+    except redis.ResponseError as exc:
+        if str(exc).startswith(TRANSIENT):
+            raise RedisUnavailable(f"Redis refused to tell dependants ({exc})") from exc
+        logger.error("Could not tell %d dependant(s) in %r: %s", len(chunk) // 4, queue.name, exc)
+        return False
+
+
+def _ids(*refs: str) -> bool:
+    """Whether each of ``refs`` (an id, or "<queue>\t<id>") could name a job: non-empty,
+    printable but for one tab, no braces (they would change a key's Cluster slot)."""
+    for ref in refs:
+        queue, _, job_id = ref.rpartition("\t")
+        if not job_id or len(job_id) > 200 or "{" in ref or "}" in ref:
+            return False
+        if not job_id.isprintable() or (queue and not queue.isprintable()):
+            return False
+    return True
 
 
 def _registered(source: Queue, parts: list[str], now_ms: int, tells: dict[str, list[Any]]) -> bool:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask, JobNotFound
 from ..queue.arguments import new_ids
@@ -34,6 +37,8 @@ from ..tasks.results import framework
 
 if TYPE_CHECKING:
     from .canvas import Canvas, Node
+
+logger = logging.getLogger("django_redislock.workflows")
 
 MAX_RECORD = 4 * 1024 * 1024  # bytes of a workflow's record (its steps' ids and tasks)
 _PENDING = {
@@ -154,6 +159,11 @@ class Workflow:
             raise JobNotFound(f"No workflow {workflow_id!r} in queue {queue!r}.")
         try:
             steps = json.loads(raw)["steps"]
+            if not isinstance(steps, list) or not all(
+                isinstance(s, list) and len(s) == 3 and all(isinstance(v, str) for v in s)
+                for s in steps
+            ):
+                raise TypeError("its steps are not a list of [queue, job id, task]")
         except (ValueError, KeyError, TypeError) as exc:
             raise JobNotFound(
                 f"The record of workflow {workflow_id!r} is corrupt ({exc})."
@@ -161,7 +171,8 @@ class Workflow:
         return cls(workflow_id, queue, steps)
 
     def jobs(self) -> list[Job | None]:
-        """Each step's job as it stands (None for one no longer kept), in step order."""
+        """Each step's job as it stands (None for one no longer kept, or of a queue no longer
+        configured), in step order."""
         if self.ran_here is not None:
             return list(self.ran_here)
         found: dict[tuple[str, str], Job | None] = {}
@@ -169,7 +180,11 @@ class Workflow:
         for name, job_id, _ in self.steps:
             by_queue.setdefault(name, []).append(job_id)
         for name, job_ids in by_queue.items():
-            queue = get_queue(name)
+            try:
+                queue = get_queue(name)
+            except ImproperlyConfigured:  # a queue no longer configured: its steps are gone
+                found.update(((name, job_id), None) for job_id in job_ids)
+                continue
             for start in range(0, len(job_ids), MAX_BATCH):
                 batch = job_ids[start : start + MAX_BATCH]
                 for job_id, job in zip(batch, queue.get_many(batch), strict=True):
@@ -208,7 +223,10 @@ class Workflow:
             by_queue.setdefault(name, []).append(job_id)
         touched = []
         for name, job_ids in by_queue.items():
-            queue = get_queue(name)
+            try:
+                queue = get_queue(name)
+            except ImproperlyConfigured:  # a queue no longer configured: nothing to stop
+                continue
             for start in range(0, len(job_ids), MAX_BATCH):
                 batch = job_ids[start : start + MAX_BATCH]
                 ended, stopping, outboxed = queue.run(
@@ -271,7 +289,9 @@ def sweep(queue: Queue, limit: int = 50) -> int:
         try:
             workflow = Workflow.get(workflow_id, queue.name)
             jobs = workflow.jobs()
-        except JobNotFound:
+        except JobNotFound as exc:  # gone, or corrupt: its record goes (and is logged)
+            if "corrupt" in str(exc):
+                logger.error("Deleted a workflow's record: %s", exc)
             jobs = []
         ends = [job.finished for job in jobs if job is not None]
         running = any(job is not None and not job.finished for job in jobs)

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from ...exceptions import RedisUnavailable
 from ..queue import Job, Queue
 from .acknowledgements import ACK_HOLD, Acknowledgements
 from .background import Background, periodic
@@ -133,7 +134,8 @@ class Leases(GivingBack):
                 self.ahead.extend(Leased(queue, job) for job in jobs)
             count -= len(jobs)
             soonest = _sooner(soonest, wait)
-        self._deliver_told()
+        if self._deliver_told():  # it may have made jobs ready: look again at once
+            return 0.0
         return soonest
 
     def send_ahead(self, budget: int | None) -> None:
@@ -182,14 +184,15 @@ class Leases(GivingBack):
                 launch(queue, job)
             started += len(jobs)
             soonest = _sooner(soonest, wait)
-        self._deliver_told()
+        if self._deliver_told():  # it may have made jobs ready: look again at once
+            return started, 0.0
         return started, soonest
 
-    def _deliver_told(self) -> None:
+    def _deliver_told(self) -> bool:
         """What a reply said its script left in an outbox (dependants, joiners) is delivered
-        here and now, not at the keeper's next round: a dependant starts at once."""
-        if self.expired.outbox.is_set():
-            self.sweeping.deliver_all()
+        here and now, not at the keeper's next round: a dependant starts at once. Whether
+        anything was delivered."""
+        return self.expired.outbox.is_set() and self.sweeping.deliver_all() > 0
 
     def wake(self) -> None:
         """Wake a wait for a free slot; never blocks (a signal handler calls it)."""
@@ -216,8 +219,15 @@ class Leases(GivingBack):
         # once when jobs wait for it: they start the moment it ended.
         if self.one_at_a_time and not job.dependants:
             self.finished.add(queue, job, value)
-        else:  # at once, so that no finished job depends on this process living on
-            self.channels[queue].note([(job, value)])
+            return
+        channel = self.channels[queue]
+        channel.note([(job, value)])  # at once: no finished job depends on this process
+        if any("\t" in ref for ref in job.dependants):  # (in another queue: the outbox's)
+            try:
+                channel.sync()  # its reply read now, and what it left delivered
+            except RedisUnavailable:
+                return  # (handed back, sent again; the sweep delivers)
+            self._deliver_told()
 
     def sync(self, queue: Queue) -> None:  # before a failure: Redis saw the start first
         if self.one_at_a_time:

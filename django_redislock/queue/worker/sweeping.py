@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...exceptions import RedisUnavailable
 from ...workflows.workflow import sweep as sweep_records
@@ -38,17 +38,19 @@ class Sweeping:
             self.next_records = now + RECORDS_EVERY
             self._each(sweep_records, "Cleaning up the workflows' records")
 
-    def deliver_all(self) -> None:
-        """Deliver every queue's outbox now (a worker about to stop)."""
+    def deliver_all(self) -> int:
+        """Deliver every queue's outbox now; how many entries were delivered."""
         self.outbox.clear()
-        self._each(deliver, "Delivering the outbox")
+        return self._each(deliver, "Delivering the outbox")
 
-    def _each(self, action: object, what: str) -> None:
+    def _each(self, action: Callable[[Queue], int], what: str) -> int:
+        done = 0
         for queue in self.queues:
             try:
-                action(queue)  # type: ignore[operator]
+                done += action(queue)
             except RedisUnavailable as exc:
                 logger.debug("%s of %r failed: %s", what, queue.name, exc)
-                return
+                break
             except Exception:  # a bug: the worker goes on
                 logger.exception("%s of %r failed", what, queue.name)
+        return done
