@@ -14,7 +14,6 @@ pass since the fix."""
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import random
@@ -43,6 +42,8 @@ from tests import attack_workflow_tasks as t
 from tests.support.fixtures import Backend, Processes
 from tests.support.servers import RedisServer
 from tests.support.waiting import wait_for
+
+from .test_dependencies import run_one
 
 try:
     from django.tasks.exceptions import InvalidTaskError
@@ -85,18 +86,6 @@ def own_server(settings: Any) -> Iterator[RedisServer]:
         settings.REDISLOCK = {"URL": server.url}
         configure(settings, LEASE=2, MAX_ATTEMPTS=10, RETRY_BACKOFF=0.01)
         yield server
-
-
-def run_one(queue: Queue, expect: Any = None, *, fail: bool = False) -> Job:
-    """Lease the next job (``expect``: it must be that one) and end it, done or dead."""
-    [job] = queue.pop()
-    if expect is not None:
-        assert job.id == expect.id
-    if fail:
-        assert queue.bury(job, RuntimeError("boom"))
-    else:
-        assert queue.ack(job, json.dumps("ok"))
-    return job
 
 
 def state(queue: Queue, job: Any) -> str:
