@@ -181,12 +181,12 @@ def run(url: str, r: redis.Redis, quick: bool) -> None:
     handed: dict[str, float] = {}
     for contender in (ours, no_spin, RQ(url), Huey(url)):
         found = hand_offs(r, contender, probes)
-        handed[contender.name] = percentile(found, 50) * 1000
-        p99 = percentile(found, 99) * 1000
+        handed[contender.name] = percentile(found, 0.5) * 1000
+        p99 = percentile(found, 0.99) * 1000
         print(f"  {contender.name:34}{handed[contender.name]:8.2f}{p99:8.2f}")
     single: dict[str, float] = {}
     for contender in (ours, no_spin):
-        single[contender.name] = percentile(start_latency(r, contender, probes), 50) * 1000
+        single[contender.name] = percentile(start_latency(r, contender, probes), 0.5) * 1000
     print("\nenqueue->start p50, one job, ms:")
     for name, value in single.items():
         print(f"  {name:34}{value:8.2f}")
