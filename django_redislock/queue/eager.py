@@ -19,7 +19,6 @@ import logging
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from functools import partial
 
 from django.db import transaction
@@ -28,6 +27,7 @@ from ..exceptions import DependencyFailed
 from .arguments import Made
 from .job_codec import dumps, error_text, trimmed
 from .jobs import AttemptError, Job, JobState
+from .ran_before import running_after
 
 logger = logging.getLogger(__name__)
 
@@ -88,17 +88,6 @@ def run_now(job: Job) -> Job:
     return finished(job, value, started)
 
 
-# The jobs run here before the one running now that it depends on, by ref: where its
-# ``context.dependency_results`` come from (none of them is in Redis).
-_before: ContextVar[Mapping[str, Job] | None] = ContextVar("redislock_eager_before", default=None)
-
-
-def ran_before(ref: str) -> Job | None:
-    """The job ``ref`` names, if it ran here before the job running now (EAGER)."""
-    before = _before.get()
-    return None if before is None else before.get(ref)
-
-
 def run_unless_failed(job: Job, before: Mapping[str, Job], anyway: bool) -> Job:
     """``run_now``, for ``job`` (its ``depends_on`` set) whose dependencies ran here
     before it (``before``: by ref). Unless it runs ``anyway`` (run_when "finished"), one of
@@ -107,11 +96,8 @@ def run_unless_failed(job: Job, before: Mapping[str, Job], anyway: bool) -> Job:
     if dead and not anyway:
         exc = DependencyFailed(f"Its dependency {dead[0]} ended dead.")
         return failed(job, exc, "", JobState.DEAD, 0)
-    token = _before.set(before)
-    try:
+    with running_after(before):
         return run_now(job)
-    finally:
-        _before.reset(token)
 
 
 def eager_job(queue_name: str, made: Made) -> Job:
