@@ -36,6 +36,7 @@ from django_redislock.queue.jobs import Job
 from django_redislock.queue.outbox import deliver
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
+from django_redislock.tasks.results import FrameworkInvalidTask as InvalidTaskError
 from django_redislock.workflows import MAX_STEPS, Workflow, chain, group, step
 from django_redislock.workflows import workflow as workflow_module
 from tests import attack_workflow_tasks as t
@@ -44,11 +45,6 @@ from tests.support.servers import RedisServer
 from tests.support.waiting import wait_for
 
 from .test_dependencies import run_one
-
-try:
-    from django.tasks.exceptions import InvalidTaskError
-except ImportError:  # Django 5.2: the backport
-    from django_tasks.exceptions import InvalidTaskError
 
 TASK = "tests.tasks.record"
 STATES = ("ready", "scheduled", "running", "dead", "parked", "waiting")

@@ -256,6 +256,8 @@ def test_concurrent_a_killed_holders_permit_comes_back_when_its_lease_lapses_not
     assert min(after) >= lapse - 0.005  # nothing of the key started while the lease lasted
     assert min(after) - lapse < 1.0  # and the idle worker took it up at the lapse
     assert overlapping(records(ENDED)) == 1
+    # (a job records its end as it returns; its acknowledgement reaches Redis just after)
+    wait_for(lambda: worked.counts()["running"] == 0, what="both acknowledged")
     again = worked.get(first.id)
     assert (again.state, again.attempts, again.failures) == ("done", 2, 1)
     assert "lease ran out" in again.errors[0].error  # the reclaimed permit, as a user sees it
