@@ -17,7 +17,7 @@ from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgain
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
-from . import blocking, direct_waits, fastpath, wakeups
+from . import blocking, direct_waits, fastpath, pools, wakeups
 from .failures import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
 from .failures import mapped
 from .fastpath import dedicated, execute
@@ -154,17 +154,31 @@ def cache_client(alias: str) -> Any:
 
 
 def _from_url(url: str, *, cluster: bool) -> Any:
-    # A max_connections in the URL's query wins over MAX_CONNECTIONS.
+    # A max_connections in the URL's query wins over MAX_CONNECTIONS. The pools wait up to
+    # CONNECTION_WAIT for a free connection (BlockingConnectionPool) rather than fail: the
+    # gate of ``pools`` paces this app's commands, and a read outside it (a listing, a
+    # job's hash) under a burst of threads is then slower, never an error.
     size = conf.MAX_CONNECTIONS
     if cluster:
-        return RedisCluster.from_url(url, socket_connect_timeout=5, max_connections=size)
+        return RedisCluster.from_url(
+            url,
+            socket_connect_timeout=5,
+            max_connections=size,
+            connection_pool_class=redis.BlockingConnectionPool,
+            timeout=pools.CONNECTION_WAIT,
+        )
     if is_sentinel_url(url):
         return master_client(
             url, socket_connect_timeout=5, health_check_interval=30, max_connections=size
         )
-    return redis.Redis.from_url(
-        url, socket_connect_timeout=5, health_check_interval=30, max_connections=size
+    pool = redis.BlockingConnectionPool.from_url(
+        url,
+        socket_connect_timeout=5,
+        health_check_interval=30,
+        max_connections=size,
+        timeout=pools.CONNECTION_WAIT,
     )
+    return redis.Redis.from_pool(pool)
 
 
 def run_script(

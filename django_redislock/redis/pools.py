@@ -8,7 +8,9 @@ that admits as many commands at once as the pool can serve beside what threads k
 ``fastpath``) and the wake-up listener (see ``wakeups``). A command beyond that waits for one
 to end, pushed by the semaphore's release. When the pool is full anyway (the cache's own
 traffic shares it), the command tries again, jittered, for up to ``CONNECTION_WAIT``: then
-Redis is not keeping up and ``RedisUnavailable`` says so.
+Redis is not keeping up and ``RedisUnavailable`` says so. The pools built from ``URL``
+(standalone and Cluster) are ``BlockingConnectionPool``s waiting as long: a plain read
+outside the gate (a job's hash, a listing) waits for a connection too.
 
 ``REDISLOCK['MAX_CONNECTIONS']`` sizes the pools this app builds (from ``URL``, and every
 asyncio pool); a cache's pool keeps the cache's own ``max_connections``.

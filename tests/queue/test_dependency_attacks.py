@@ -36,6 +36,7 @@ from django_redislock.queue.jobs import Job
 from django_redislock.queue.outbox import deliver
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
+from django_redislock.redis.pools import with_connection
 from django_redislock.tasks.results import FrameworkInvalidTask as InvalidTaskError
 from django_redislock.workflows import MAX_STEPS, Workflow, chain, group, step
 from django_redislock.workflows import workflow as workflow_module
@@ -790,7 +791,10 @@ def start_joiners(queue: Queue, job_ids: list[str], returned: list[Any]) -> list
 
 
 def joined_count(queue: Queue, job_id: str) -> int:
-    return int(queue.client.hget(queue.keys.job(job_id), "jw") or 0)
+    """How many wait for the job; read as the library reads, waiting for a free connection
+    (the joiners' scripts may hold all of the pool's for a moment)."""
+    job = queue.keys.job(job_id)
+    return int(with_connection(queue.client, lambda: queue.client.hget(job, "jw")) or 0)
 
 
 def test_threads_joining_the_same_and_different_jobs_are_all_woken(

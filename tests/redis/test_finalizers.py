@@ -115,10 +115,10 @@ def test_collections_at_every_allocation_while_redis_comes_and_goes(settings, pr
             server.start()
             staying = storm(True, 12)
             deadline = time.monotonic() + 20
-            while len(pool._in_use_connections) < 4 and time.monotonic() < deadline:
+            while len(pool._get_in_use_connections()) < 4 and time.monotonic() < deadline:
                 time.sleep(0.01)
             time.sleep(0.2)  # let every thread finish its command
-            kept = len(pool._in_use_connections)
+            kept = len(pool._get_in_use_connections())
         finally:
             gc.set_threshold(*old)
             keep_alive.set()

@@ -134,3 +134,94 @@ def test_five_hundred_threads_waiting_on_one_semaphore(healthy):
     assert not any(thread.is_alive() for thread in threads)
     assert errors == []
     assert acquired["yes"] == THREADS
+
+
+def _queue_with_a_job(settings: Any) -> tuple[Any, Any]:
+    from django_redislock import get_queue
+
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {"LEASE": 30}}}
+    queue = get_queue("default")
+    return queue, queue.enqueue("tests.tasks.record", [1])
+
+
+def _joined(queue: Any, job_id: str) -> int:
+    from django_redislock.redis.pools import with_connection
+
+    key = queue.keys.job(job_id)
+    return int(with_connection(queue.client, lambda: queue.client.hget(key, "jw")) or 0)
+
+
+def _wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_five_hundred_threads_joining_one_job_are_all_woken_and_read_it(healthy, settings):
+    """Each join ends by reading the job back: 500 of them at once share the pool."""
+    queue, job = _queue_with_a_job(settings)
+    errors: list[BaseException] = []
+    ended: collections.Counter[str] = collections.Counter()
+
+    def join() -> None:
+        try:
+            ended[queue.join(job.id, timeout=120).state] += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=join) for _ in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    _wait_for(lambda: _joined(queue, job.id) == THREADS, 120, "every thread joined")
+    [leased] = queue.pop()
+    started = time.perf_counter()
+    assert queue.ack(leased, "3")
+    for thread in threads:
+        thread.join(120)
+    print(f"\n{THREADS} threads woken by one job's end: {time.perf_counter() - started:.2f}s")
+    assert errors == []
+    assert ended == {"done": THREADS}
+
+
+def test_a_thousand_async_joins_of_one_job_in_one_event_loop(healthy, settings):
+    queue, job = _queue_with_a_job(settings)
+
+    async def all_at_once() -> list[Any]:
+        joins = [asyncio.ensure_future(queue.ajoin(job.id, timeout=120)) for _ in range(REQUESTS)]
+        while await asyncio.to_thread(_joined, queue, job.id) < REQUESTS:
+            await asyncio.sleep(0.05)
+        [leased] = await asyncio.to_thread(queue.pop)
+        assert await asyncio.to_thread(queue.ack, leased, "3")
+        return await asyncio.gather(*joins, return_exceptions=True)
+
+    started = time.perf_counter()
+    ended = asyncio.run(all_at_once())
+    print(f"\n{REQUESTS} async joins of one job: {time.perf_counter() - started:.2f}s")
+    assert [e for e in ended if isinstance(e, BaseException)] == []
+    assert collections.Counter(job.state for job in ended) == {"done": REQUESTS}
+
+
+def test_three_hundred_threads_enqueueing_and_reading_jobs_back(healthy, settings):
+    """Scripts pass the pool's gate; a job's read and the counts are plain commands beside
+    them: under a burst of threads they wait for a connection, never fail."""
+    queue, _ = _queue_with_a_job(settings)
+    errors: list[BaseException] = []
+    read = collections.Counter[str]()
+
+    def work() -> None:
+        try:
+            for _ in range(10):
+                job = queue.enqueue("tests.tasks.record", [1])
+                read[queue.get(job.id).state] += 1
+                queue.counts()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(300)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(180)
+    assert errors == []
+    assert read == {"ready": 3000}
