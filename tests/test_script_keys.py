@@ -69,6 +69,9 @@ def registered_scripts() -> dict[str, str]:
 def nodes(real_backend: Backend, settings: Any) -> list[tuple[str, int]]:
     """The (host, port) of every master: the server, or each master of the Cluster."""
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES, "SCHEDULE": SCHEDULE}
+    settings.TASKS = {  # a workflow's steps on both queues
+        "default": {"BACKEND": "django_redislock.tasks.RedisTaskBackend", "QUEUES": []}
+    }
     if real_backend.kind == "cluster":
         return [(n.host, int(n.port)) for n in get_redis().get_primaries()]
     assert real_backend.url is not None
@@ -390,7 +393,7 @@ def exercise_job_limits(queue: Any) -> None:
 def exercise_dependencies() -> None:
     """Issue 28's: dependencies in one queue and across two (registered and told through
     the outbox), a cascade, a join woken, progress published, a workflow cancelled."""
-    from django_redislock.workflows import chain, step
+    from django_redislock.workflows import chain, group, step
 
     from .workflow_tasks import step as step_task
 
@@ -415,6 +418,11 @@ def exercise_dependencies() -> None:
     assert queue.bury(job, "never")  # its dependant ends dead too
     workflow = chain(step(step_task, "a"), step(step_task, "b")).enqueue()
     assert workflow.cancel() == 2
+    there = step_task.using(queue_name="other")
+    across = chain(step(step_task, "a"), step(there, "b")).enqueue()  # its gate opened: OPEN
+    assert across.cancel() == 2
+    big = group([step(step_task, str(n)) for n in range(1001)]).enqueue()  # DEPEND opens it
+    assert big.cancel() == 1001
     for q in (queue, other):
         q.purge("ready")
         q.purge("dead")

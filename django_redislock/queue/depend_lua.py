@@ -18,6 +18,9 @@ delivery repeated after a crash changes nothing.
 from __future__ import annotations
 
 DEPENDENCY_FAILED = "django_redislock.exceptions.DependencyFailed"
+# What a workflow's gate waits for (``open_gate`` ends it): no job's ref (a job id is
+# printable, a ref of another queue's job has a tab).
+GATE_REF = "\x01gate"
 
 DEPEND = f"""
 -- The dependants in this queue whose keys the script was given: id -> index in KEYS.
@@ -127,6 +130,22 @@ depend_met = function(key, id, ref, outcome, now, why, corrupt)
     make_ready(key, id)
   end
   wake(1)
+end
+-- The gate of a workflow written in several scripts (``workflows.gate``): a waiting job
+-- that only this ends, done, once every step was written: its dependants, the workflow's
+-- first steps, are told as of any job's end. Its result is kept ``ttl_ms`` (for the
+-- registrations of steps in other queues delivered later). 1 if it opened it, 0 if it was
+-- not waiting (opened already, cancelled).
+local function open_gate(key, result_key, id, now, ttl_ms)
+  local ok, f = pcall(redis.call, 'HMGET', key, F.state, F.dependants, F.joined)
+  if not ok or f[1] ~= S.waiting then return 0 end
+  redis.call('ZREM', WAITING, id)
+  redis.call('RENAME', key, result_key)
+  redis.call('HSET', result_key, F.state, S.done, F.finished, now)
+  redis.call('HDEL', result_key, F.waiting_on, F.dependants)
+  redis.call('PEXPIRE', result_key, ttl_ms)
+  ended(key, id, S.done, now, nil, {{f[2], f[3]}})
+  return 1
 end
 -- A pending job replaced by an enqueue passes its dependants and joiners on to the new one,
 -- and a waiting one its dependencies, so that the new one waits for them as it did: read

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .depend_lua import DEPENDENCY_FAILED
 from .lua import script
 
-__all__ = ["CANCEL_STEPS", "DEPEND", "JOIN", "REGISTER", "TELL", "WAKE_JOINERS"]
+__all__ = ["CANCEL_STEPS", "DEPEND", "JOIN", "OPEN", "REGISTER", "TELL", "WAKE_JOINERS"]
 
 # KEYS: the fixed keys; per job its key; then per dependency outside the batch (in this
 # queue) its key and its result key; then, with a workflow's record, its key and the
@@ -18,8 +18,11 @@ __all__ = ["CANCEL_STEPS", "DEPEND", "JOIN", "REGISTER", "TELL", "WAKE_JOINERS"]
 # after which the index has the workflow looked at (for its clean-up); per job 9 values:
 # id, task, args, kwargs, metadata, priority, due (as ENQUEUE's), "f" to run once its
 # dependencies finished however they ended (else "s": once they succeeded), its
-# dependencies' refs (newline-separated: an id of this queue, "<queue>\t<id>" elsewhere);
-# then the outside dependencies' ids.
+# dependencies' refs (newline-separated: an id of this queue, "<queue>\t<id>" elsewhere,
+# GATE_REF for a workflow's gate); then the outside dependencies' ids; then, to open a
+# workflow's gate once the jobs are written (``open_gate``), its id, ms to keep its result
+# and the ids of its dependants in this queue given (their keys last in KEYS, after the
+# gate's key and its result key).
 # Adds the jobs (every same-queue dependency comes earlier in the batch, or is outside it):
 # each waits for its dependencies that have not ended (state waiting, registered as their
 # dependant), is ready (or scheduled) at once when none is left, or dead with
@@ -33,6 +36,7 @@ __all__ = ["CANCEL_STEPS", "DEPEND", "JOIN", "REGISTER", "TELL", "WAKE_JOINERS"]
 DEPEND = script(
     "depend",
     f"""
+local GATE = '\\1gate'  -- GATE_REF
 local n_jobs, n_out = tonumber(ARGV[1]), tonumber(ARGV[2])
 if n_jobs > 1000 or n_out > 1000 then
   return redis.error_reply('DEPEND takes at most 1000 jobs and 1000 dependencies')
@@ -77,8 +81,9 @@ for n = 0, n_jobs - 1 do
     if due <= 0 then due = now - due end
     local fields, pending, failed = {{}}, {{}}, nil
     for ref in string.gmatch(ARGV[i + 8], '[^\\n]+') do
-      local st = string.find(ref, '\\t', 1, true) and {{'x'}} or stands[ref]
-      if st[1] == 'p' or st[1] == 'x' then
+      local st = ref == GATE and {{'g'}} or string.find(ref, '\\t', 1, true) and {{'x'}}
+        or stands[ref]
+      if st[1] == 'p' or st[1] == 'x' or st[1] == 'g' then
         pending[#pending + 1] = {{ref, st}}
         fields[#fields + 1] = '@' .. ref
         fields[#fields + 1] = S.waiting
@@ -112,10 +117,10 @@ for n = 0, n_jobs - 1 do
             local parent = KEYS[p[2][2]]
             local dn = redis.call('HGET', parent, F.dependants)
             redis.call('HSET', parent, F.dependants, dn and (dn .. '\\n' .. id) or id)
-          else  -- in another queue: registered there through the outbox
+          elseif p[2][1] == 'x' then  -- in another queue: registered there through the outbox
             redis.call('RPUSH', OUTBOX, 'r\\n' .. p[1] .. '\\n' .. id .. '\\n' .. now)
             OUTBOXED = true
-          end
+          end  -- (a gate waits for its opening only)
         end
       elseif due <= now then
         redis.call('ZADD', READY, (100 - tonumber(ARGV[i + 5])) * BAND + redis.call('INCR', SEQ),
@@ -130,10 +135,16 @@ for n = 0, n_jobs - 1 do
   end
 end
 if woken > 0 then wake(woken) end
+local at = JOB + n_jobs + 2 * n_out
 if ARGV[3] ~= '' then
-  local at = JOB + n_jobs + 2 * n_out
   redis.call('SET', KEYS[at], ARGV[4])
   redis.call('ZADD', KEYS[at + 1], now + tonumber(ARGV[5]), ARGV[3])
+  at = at + 2
+end
+local gate = out_at + n_out
+if (ARGV[gate] or '') ~= '' then
+  for r = gate + 2, #ARGV do GIVEN[ARGV[r]] = at + r - gate end
+  open_gate(KEYS[at], KEYS[at + 1], ARGV[gate], now, tonumber(ARGV[gate + 1]))
 end
 results[#results + 1] = OUTBOXED and 1 or 0
 return results
@@ -250,5 +261,22 @@ for n = 2, #ARGV do
   end
 end
 return {ended_n, stopping, OUTBOXED and 1 or 0}
+""",
+)
+
+# KEYS: the fixed keys, a workflow's gate's key, its result key, then the keys of its
+# dependants given.  ARGV[1] the gate's id  ARGV[2] ms to keep its result, then the ids of
+# the dependants given (those of this queue, at most 1000; the others are told through the
+# outbox)
+# Opens the gate of a workflow written in several scripts, once all of them were: its first
+# steps start (``open_gate``). Returns {1 if it opened it (0: opened already, or
+# cancelled), 1 if something was left in the outbox}.
+OPEN = script(
+    "open",
+    """
+local now = now_ms()
+for r = 3, #ARGV do GIVEN[ARGV[r]] = JOB + r - 1 end
+local opened = open_gate(KEYS[JOB], KEYS[JOB + 1], ARGV[1], now, tonumber(ARGV[2]))
+return {opened, OUTBOXED and 1 or 0}
 """,
 )

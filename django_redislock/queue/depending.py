@@ -25,6 +25,7 @@ from ..exceptions import RedisUnavailable
 from ..redis.failures import UNAVAILABLE
 from ..redis.scripts import LuaScript
 from .arguments import Made, checked_job_id, new_id
+from .depend_lua import GATE_REF
 from .depend_scripts import DEPEND
 from .dependency_args import (
     MAX_DEPENDENCIES,
@@ -164,21 +165,24 @@ class Depending:
         ordered: Sequence[Dependent],
         record: tuple[str, str] | None = None,
         delivered: bool = True,
+        gate: tuple[str, Sequence[str]] | None = None,
     ) -> dict[str, list[Any]]:
         """Write ``ordered`` (as ``dependents`` gave them): one DEPEND per batch, the first
-        writing ``record`` (a workflow's id and record) too; then, with ``delivered``,
-        the outbox (registrations in other queues). Returns each job's four values by id
-        (and "" -> whether something was left in the outbox)."""
+        writing ``record`` (a workflow's id and record) too, the last opening ``gate`` (a
+        workflow's gate and its dependants in this queue, see ``open_gate``); then, with
+        ``delivered``, the outbox (registrations in other queues). Returns each job's four
+        values by id (and "" -> whether something was left in the outbox)."""
         replies: dict[str, list[Any]] = {}
         outboxed = False
-        for chunk in _chunks(ordered):
+        batches = chunks(ordered)
+        for nth, chunk in enumerate(batches, 1):
             in_chunk = {job.made.id for job in chunk}
             outside = list(
                 dict.fromkeys(
                     ref
                     for job in chunk
                     for ref in job.refs
-                    if "\t" not in ref and ref not in in_chunk
+                    if _in_queue(ref) and ref not in in_chunk
                 )
             )
             keys = self.keys.jobs([job.made.id for job in chunk])
@@ -192,6 +196,10 @@ class Depending:
             for job in chunk:
                 args += (*job.values, job.run_when, "\n".join(job.refs))
             args += outside
+            if gate is not None and nth == len(batches):
+                gate_keys, gate_args = gate_values(self, *gate)
+                keys += gate_keys
+                args += gate_args
             try:
                 reply = self.run(DEPEND, keys, args)
             except redis.ResponseError as exc:
@@ -252,22 +260,41 @@ class Depending:
         return [eager_job(self.name, job.made) for job in ordered]
 
 
+def gate_values(queue: Any, gate_id: str, given: Sequence[str]) -> tuple[list[str], list[Any]]:
+    """The keys and arguments that open a workflow's gate (``open_gate``, in DEPEND or OPEN):
+    its own, and those of its dependants in ``queue`` given (the first 1,000)."""
+    given = list(given[:MAX_BATCH])
+    keys = [queue.keys.job(gate_id), queue.keys.result(gate_id)]
+    keys += [queue.keys.job(job_id) for job_id in given]
+    return keys, [gate_id, round(queue.result_ttl * 1000), *given]
+
+
+def chunks(ordered: Sequence[Dependent]) -> list[list[Dependent]]:
+    """Batches of at most MAX_BATCH jobs and MAX_BATCH outside dependencies, in order (one
+    DEPEND each)."""
+    return list(_chunks(ordered))
+
+
 def _chunks(ordered: Sequence[Dependent]) -> Iterable[list[Dependent]]:
-    """Batches of at most MAX_BATCH jobs and MAX_BATCH outside dependencies, in order."""
     chunk: list[Dependent] = []
     ids: set[str] = set()
     outside: set[str] = set()
     for job in ordered:
-        theirs = {ref for ref in job.refs if "\t" not in ref and ref not in ids}
+        theirs = {ref for ref in job.refs if _in_queue(ref) and ref not in ids}
         if chunk and (len(chunk) == MAX_BATCH or len(outside | theirs) > MAX_BATCH):
             yield chunk
             chunk, ids, outside = [], set(), set()
-            theirs = {ref for ref in job.refs if "\t" not in ref}
+            theirs = {ref for ref in job.refs if _in_queue(ref)}
         chunk.append(job)
         ids.add(job.made.id)
         outside |= theirs
     if chunk:
         yield chunk
+
+
+def _in_queue(ref: str) -> bool:
+    """Whether ``ref`` names a job of this queue (not one of another, nor a gate's opening)."""
+    return "\t" not in ref and ref != GATE_REF
 
 
 def _refused(exc: redis.ResponseError, queue: str) -> Exception:

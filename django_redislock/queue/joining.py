@@ -40,7 +40,8 @@ class Joining:
     def join(self, job_id: str, timeout: float | None = None) -> Job:
         """Wait until job ``job_id`` ends (done or dead) and return it as it ended; woken by
         its end (no polling). ``TimeoutError`` after ``timeout`` seconds (None: no limit);
-        ``JobNotFound`` if there is no such job."""
+        ``JobNotFound`` if there is no such job (``cancel`` deletes a job that had not
+        started: its waiters get JobNotFound too)."""
         deadline = _deadline(timeout)
         keys = self._join_keys(job_id)
         state = text(self.run(JOIN, keys, ("1",)))

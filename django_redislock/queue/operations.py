@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..exceptions import InvalidTask, JobNotFound
+from ..redis.failures import unavailable_as_error
 from ..redis.scripts import LuaScript
 from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, REQUEUE_RUNNING, RETRY_DEAD
 from .job_codec import attempt_error, from_hash, not_a_hash
@@ -42,6 +43,7 @@ class Operations(ParkedJobs):
     def run(self, script: LuaScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
         raise NotImplementedError
 
+    @unavailable_as_error()
     def counts(self, *, done: bool = False) -> dict[str, int]:
         """Jobs per state: ready, scheduled, running, dead, parked (held back by their
         concurrency key's limit) and waiting (for their dependencies to end); with ``done``, also
@@ -61,10 +63,12 @@ class Operations(ParkedJobs):
         """The finish time (epoch ms) of the oldest result RESULT_TTL still keeps."""
         return int((time.time() - self.result_ttl) * 1000)
 
+    @unavailable_as_error()
     def expired_count(self) -> int:
         """How many jobs of this queue were buried as expired (never started) so far."""
         return number(self.client.get(self.keys.expired))
 
+    @unavailable_as_error()
     def oldest_ready_age(self) -> float | None:
         """Seconds the longest-waiting ready job has been due (None: nothing is ready)."""
         now, *heads = self.run(READY_HEADS, (), ())
@@ -88,6 +92,7 @@ class Operations(ParkedJobs):
         done: the finished jobs kept with their result, newest first)."""
         return [job for job, _ in self.scored_jobs(state, offset, limit)]
 
+    @unavailable_as_error()
     def scored_jobs(self, state: str, offset: int = 0, limit: int = 50) -> list[tuple[Job, int]]:
         """``jobs``, each with its score in its state's set (epoch ms): running, when its
         lease runs out; dead, when it died; done, when it finished."""
@@ -138,6 +143,7 @@ class Operations(ParkedJobs):
             raise JobNotFound(f"No job {job_id!r} in queue {self.name!r}.")
         return job
 
+    @unavailable_as_error()
     def get_many(self, job_ids: Sequence[str]) -> list[Job | None]:
         """``get`` of each of ``job_ids`` in one round trip: None for one not in the queue."""
         pipe = self.client.pipeline(transaction=False)
@@ -159,6 +165,7 @@ class Operations(ParkedJobs):
                 jobs.append(None)
         return jobs
 
+    @unavailable_as_error()
     def enqueue_options(self, job_id: str) -> EnqueueOptions:
         """What a job's enqueue-decided options left in Redis (for the admin): how long its
         ``unique_for`` window still holds, and the debounce that set its due time."""
@@ -186,11 +193,13 @@ class Operations(ParkedJobs):
         """Run a scheduled or dead job now (a dead one with its attempts reset)."""
         return bool(self.run(REQUEUE, [self.keys.job(job_id)], [job_id]))
 
+    @unavailable_as_error()
     def lease_expiry(self, job_id: str) -> int | None:
         """When the lease of running job ``job_id`` runs out (epoch ms); None: not running."""
         score = self.client.zscore(self.keys.run, job_id)
         return None if score is None else int(score)
 
+    @unavailable_as_error()
     def still_dead(self, job_ids: Sequence[str]) -> list[str]:
         """Those of ``job_ids`` in the dead set."""
         pipe = self.client.pipeline(transaction=False)
@@ -207,6 +216,7 @@ class Operations(ParkedJobs):
             retried += int(self.run(RETRY_DEAD, self.keys.jobs(batch), batch))
         return retried
 
+    @unavailable_as_error()
     def retry_all_dead(self, batch: int = MAX_BATCH) -> int:
         """``retry_dead`` of every dead job, ``batch`` per atomic step; returns how many."""
         retried = skipped = 0
@@ -281,6 +291,7 @@ class Operations(ParkedJobs):
         keys = self.keys
         return keys.job(job_id), keys.corrupt(job_id), keys.unique(job_id)
 
+    @unavailable_as_error()
     def purge(
         self, state: str, batch: int = 1000, progress: Callable[[int], object] | None = None
     ) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..redis.failures import unavailable_as_error
 from .jobs import Job, text
 from .keys import QueueKeys
 
@@ -16,6 +17,7 @@ class ParkedJobs:
     def _job(self, job_id: str, fields: Any, *, ready: bool = False) -> Job:
         raise NotImplementedError
 
+    @unavailable_as_error()
     def _parked_jobs(self, offset: int, limit: int) -> list[tuple[Job, int]]:
         """``scored_jobs`` of the parked: by key, each key's in the order they will run,
         scored with their ready score (see ``limit_lua``)."""

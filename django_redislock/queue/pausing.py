@@ -12,6 +12,7 @@ from typing import Any
 
 import redis
 
+from ..redis.failures import unavailable_as_error
 from ..redis.scripts import LuaScript
 from .jobs import text
 from .keys import QueueKeys
@@ -60,6 +61,7 @@ class Pausing:
         logger.info("Queue %r: %s resumed.", self.name, _what(target))
         return bool(was)
 
+    @unavailable_as_error()
     def paused(self) -> set[str]:
         """What is paused: ``"*"`` for the whole queue, else task paths (nothing while the
         hash is corrupt: the next fetch deletes it, and says so in the worker's log)."""

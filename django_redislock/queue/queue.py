@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ..conf import conf
 from ..redis.clients import get_redis, run_script
+from ..redis.failures import unavailable_as_error
 from ..redis.scripts import LuaScript
 from .arguments import MAX_DELAY, checked_delay
 from .fetch_scripts import POP
@@ -257,6 +258,7 @@ class Queue(Producing, WorkerCalls, Pausing, Joining, Operations):
         args = (job.lease or "", metadata, progress)
         return bool(self.run(PUBLISH, [self.keys.job(job.id)], args))
 
+    @unavailable_as_error()
     def published(self, job_id: str) -> tuple[dict[str, Any], tuple[int, int] | None]:
         """What job ``job_id`` published while it ran (``publish``): its metadata ({} for
         none) and progress (None for none), whether it is still pending or finished."""

@@ -3,6 +3,8 @@ read-only (failing over) or a connection cut mid-reply; a Redis error reply as i
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import redis
@@ -28,3 +30,13 @@ def mapped(conn: Any, exc: BaseException) -> BaseException:
         return exc
     error.__cause__ = exc
     return error
+
+
+@contextlib.contextmanager
+def unavailable_as_error() -> Iterator[None]:
+    """Plain commands (a pipeline, a read) whose connection failed raise RedisUnavailable,
+    as the scripts do. A decorator too."""
+    try:
+        yield
+    except (*UNAVAILABLE, OSError) as exc:
+        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc

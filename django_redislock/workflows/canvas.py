@@ -47,7 +47,7 @@ class Canvas:
     def enqueue(self) -> Workflow:
         """Write every step (one round trip per queue and 1,000 steps; inside
         ``transaction.atomic()``, when it commits) and return the workflow's handle."""
-        from .workflow import enqueue
+        from .enqueueing import enqueue
 
         return enqueue(self)
 

@@ -1,20 +1,13 @@
-"""Enqueueing a workflow, and the handle it returns (``Workflow``).
+"""The handle of an enqueued workflow (``Workflow``), and the clean-up of its record.
 
-``enqueue`` checks every step first (its task as ``Task.enqueue`` would, its queue, the
-bounds), then writes them queue by queue, one DEPEND per queue and 1,000 steps: the record
-of the workflow (its steps, in order) goes with the steps of the queue of its first step.
-A step waits for its dependencies in other queues through the outboxes, which ``enqueue``
-delivers once everything is written. Inside ``transaction.atomic()`` all of it happens when
-the transaction commits, and nothing if it rolls back.
-
-The handle reads the steps' states from Redis each time it is asked. The record is kept
-while the workflow runs, and for the first queue's ``RESULT_TTL`` after it ended; the
-workers clean it up then (``sweep``).
+The handle reads the steps' states from Redis each time it is asked. The record (its steps,
+in order, and the gate of one written in several scripts, see ``enqueueing``) is kept while
+the workflow runs, and for the first queue's ``RESULT_TTL`` after it ended; the workers
+clean it up then (``sweep``), and cancel a workflow whose gate never opened.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -25,22 +18,21 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask, JobNotFound
-from ..queue.arguments import new_ids
 from ..queue.depend_scripts import CANCEL_STEPS
-from ..queue.eager import eager_job, run_unless_failed
 from ..queue.jobs import Job, JobState, text
 from ..queue.lua import MAX_BATCH
-from ..queue.on_commit import commit_alias, described, push_at_commit
-from ..queue.outbox import deliver_now, ref_from
+from ..queue.outbox import deliver_now
 from ..queue.queue import Queue, asker, get_queue
+from ..redis.failures import unavailable_as_error
 from ..tasks.results import framework
 
 if TYPE_CHECKING:
-    from .canvas import Canvas, Node
+    pass
 
 logger = logging.getLogger("django_redislock.workflows")
 
-MAX_RECORD = 4 * 1024 * 1024  # bytes of a workflow's record (its steps' ids and tasks)
+# A gate still waiting this long after it was written will never open (see ``enqueueing``).
+GATE_GRACE_MS = 60_000
 _PENDING = {
     JobState.WAITING.value: "waiting",
     JobState.READY.value: "ready",
@@ -52,104 +44,28 @@ _PENDING = {
 }
 
 
-def enqueue(canvas: Canvas) -> Workflow:
-    nodes = canvas.nodes()
-    workflow_id = next(new_ids(1))
-    ids = list(new_ids(len(nodes)))
-    queues: dict[str, Queue] = {}
-    placed: list[tuple[str, dict[str, Any]]] = []
-    for node in nodes:
-        queue, spec = _job_spec(node)
-        queues.setdefault(queue.name, queue)
-        placed.append((queue.name, spec))
-    home = placed[0][0]
-    for n, (node, (_, spec)) in enumerate(zip(nodes, placed, strict=True)):
-        spec["job_id"] = ids[n]
-        spec["depends_on"] = [Job(ids[i], placed[i][0], "") for i in node.after]
-        spec["run_when"] = node.run_when
-        spec["meta"] = {**(spec.get("meta") or {}), "workflow": workflow_id, "workflow_queue": home}
-    steps = [(name, ids[n], spec["task"]) for n, (name, spec) in enumerate(placed)]
-    workflow = Workflow(workflow_id, home, steps)
-    if queues[home].eager:
-        return _run_eagerly(workflow, nodes, placed, queues)
-    record = json.dumps({"steps": steps}, separators=(",", ":"))
-    if len(record) > MAX_RECORD:
-        raise ValueError(
-            f"The workflow's record would be {len(record)} bytes; at most {MAX_RECORD}."
-        )
-    ordered: dict[str, list[Any]] = {}
-    for name, queue in queues.items():  # every step checked before any is written
-        written = frozenset(ref_from(q, i, name) for q, i, _ in steps)
-        specs = [spec for (q, spec) in placed if q == name]
-        ordered[name] = queue.dependents(specs, written)[1]
-
-    def write() -> None:
-        for name in sorted(queues, key=lambda name: name != home):  # the record first
-            queue = queues[name]
-            queue.push_dependent(
-                ordered[name], (workflow_id, record) if name == home else None, False
-            )
-        if len(queues) > 1:  # registrations across queues: delivered once all is written
-            for queue in queues.values():
-                deliver_now(queue)
-
-    alias = commit_alias(None) if queues[home].on_commit else None
-    if alias is None:
-        write()
-    else:
-        push_at_commit(alias, write, described([spec_job(spec) for _, spec in placed]))
-    return workflow
-
-
-def spec_job(spec: dict[str, Any]) -> tuple[str, Any, Any, Any]:
-    return spec["job_id"], spec["task"], spec.get("args", ()), spec.get("kwargs") or {}
-
-
-def _job_spec(node: Node) -> tuple[Queue, dict[str, Any]]:
-    from ..tasks.backend import RedisTaskBackend
-
-    task = node.step.task
-    backend = task.get_backend()
-    if not isinstance(backend, RedisTaskBackend):
-        raise TypeError(
-            f"{task.module_path} runs on {type(backend).__name__}: a workflow's steps must "
-            "run on RedisTaskBackend."
-        )
-    return backend.job_spec(task, node.step.args, node.step.kwargs)
-
-
-def _run_eagerly(
-    workflow: Workflow,
-    nodes: list[Node],
-    placed: list[tuple[str, dict[str, Any]]],
-    queues: dict[str, Queue],
-) -> Workflow:
-    """EAGER (the first step's queue): every step runs here, in order; one whose dependency
-    ended dead ends dead without running, unless it runs when they finished."""
-    ended: list[Job] = []
-    for node, (name, spec) in zip(nodes, placed, strict=True):
-        made, _ = queues[name].checked_values(spec, spec["job_id"])
-        before = {ref_from(ended[i].queue, ended[i].id, name): ended[i] for i in node.after}
-        job = dataclasses.replace(eager_job(name, made), depends_on=tuple(before))
-        ended.append(run_unless_failed(job, before, node.run_when == "finished"))
-    workflow.ran_here = ended
-    return workflow
-
-
 class Workflow:
     """A workflow enqueued: its id, the queue of its first step (where its record is) and
     its steps (queue, job id, task path), in the order they were given. Everything else is
     read from Redis when asked."""
 
-    def __init__(self, workflow_id: str, queue: str, steps: Sequence[tuple[str, str, str]]):
+    def __init__(
+        self,
+        workflow_id: str,
+        queue: str,
+        steps: Sequence[tuple[str, str, str]],
+        gate: str | None = None,
+    ) -> None:
         self.id, self.queue = workflow_id, queue
         self.steps: list[tuple[str, str, str]] = [(q, i, t) for q, i, t in steps]
+        self.gate = gate  # a job of ``queue`` the first steps wait for (see ``enqueueing``)
         self.ran_here: list[Job] | None = None  # EAGER: the steps as they ended, here
 
     def __repr__(self) -> str:
         return f"<Workflow {self.id} of {len(self.steps)} steps in {self.queue!r}>"
 
     @classmethod
+    @unavailable_as_error()
     def get(cls, workflow_id: str, queue: str = "default") -> Workflow:
         """The workflow ``workflow_id`` whose first step is in ``queue``; ``JobNotFound``
         when there is none (or it was cleaned up, ``RESULT_TTL`` after it ended)."""
@@ -158,17 +74,20 @@ class Workflow:
         if raw is None:
             raise JobNotFound(f"No workflow {workflow_id!r} in queue {queue!r}.")
         try:
-            steps = json.loads(raw)["steps"]
+            record = json.loads(raw)
+            steps, gate = record["steps"], record.get("gate")
             if not isinstance(steps, list) or not all(
                 isinstance(s, list) and len(s) == 3 and all(isinstance(v, str) for v in s)
                 for s in steps
             ):
                 raise TypeError("its steps are not a list of [queue, job id, task]")
-        except (ValueError, KeyError, TypeError) as exc:
+            if gate is not None and not isinstance(gate, str):
+                raise TypeError("its gate is not a job id")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise JobNotFound(
                 f"The record of workflow {workflow_id!r} is corrupt ({exc})."
             ) from exc
-        return cls(workflow_id, queue, steps)
+        return cls(workflow_id, queue, steps, gate)
 
     def jobs(self) -> list[Job | None]:
         """Each step's job as it stands (None for one no longer kept, or of a queue no longer
@@ -235,7 +154,11 @@ class Workflow:
                 reached += int(ended) + int(stopping)
                 if outboxed:
                     touched.append(queue)
-        for queue in touched:
+        if self.gate is not None:  # a gate not opened yet goes last (its steps are gone)
+            home = get_queue(self.queue)
+            if home.run(CANCEL_STEPS, home.keys.jobs([self.gate]), [who, self.gate])[2]:
+                touched.append(home)
+        for queue in dict.fromkeys(touched):
             deliver_now(queue)
         return reached
 
@@ -288,6 +211,7 @@ def sweep(queue: Queue, limit: int = 50) -> int:
     for workflow_id in due:
         try:
             workflow = Workflow.get(workflow_id, queue.name)
+            _cancel_if_never_opened(queue, workflow, now_ms)
             jobs = workflow.jobs()
         except JobNotFound as exc:  # gone, or corrupt: its record goes (and is logged)
             if "corrupt" in str(exc):
@@ -308,3 +232,21 @@ def sweep(queue: Queue, limit: int = 50) -> int:
         pipe.execute()
         deleted += 1
     return deleted
+
+
+def _cancel_if_never_opened(queue: Queue, workflow: Workflow, now_ms: int) -> None:
+    """A workflow whose gate still waits, GATE_GRACE_MS after it was written: its enqueue
+    failed before its last script (Redis lost meanwhile), and its caller was told so. It is
+    cancelled: none of its steps ever started, none will."""
+    if workflow.gate is None:
+        return
+    gate = queue.get_many([workflow.gate])[0]
+    if gate is None or gate.state != JobState.WAITING or gate.enqueued > now_ms - GATE_GRACE_MS:
+        return
+    logger.warning(
+        "Workflow %s of queue %r was not written whole (its gate never opened): cancelled, "
+        "none of its steps having started.",
+        workflow.id,
+        queue.name,
+    )
+    workflow.cancel(by="the workflows' sweep")

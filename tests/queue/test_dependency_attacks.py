@@ -38,7 +38,7 @@ from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.redis.pools import with_connection
 from django_redislock.tasks.results import FrameworkInvalidTask as InvalidTaskError
-from django_redislock.workflows import MAX_STEPS, Workflow, chain, group, step
+from django_redislock.workflows import MAX_STEPS, Workflow, chain, enqueueing, group, step
 from django_redislock.workflows import workflow as workflow_module
 from tests import attack_workflow_tasks as t
 from tests.support.fixtures import Backend, Processes
@@ -737,14 +737,6 @@ def test_a_join_across_a_redis_restart_ends_within_its_timeout(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.xfail(
-    strict=True,
-    reason="workflow.enqueue writes queue by queue, the first step's first: Redis lost "
-    "before the second queue's DEPEND leaves the first queue's steps written (the caller "
-    "gets RedisUnavailable and no handle): its first step runs, and again when the caller "
-    "enqueues the workflow again; its steps waiting for the unwritten ones die a minute "
-    "later ('it does not exist')",
-)
 def test_a_workflow_whose_enqueue_failed_between_queues_runs_no_step_twice(
     own_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -769,6 +761,76 @@ def test_a_workflow_whose_enqueue_failed_between_queues_runs_no_step_twice(
     drain("default", "other")
     assert wf.status == "succeeded"
     assert Counter(t.names()) == {"reserve": 1, "charge": 1, "ship": 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_group_of_more_than_a_thousand_whose_enqueue_failed_half_way_runs_nothing(
+    own_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1,001-step group of one queue takes two DEPENDs: Redis lost before the second,
+    nothing starts (its first steps wait for the gate the second opens); enqueued again,
+    each step runs once."""
+    real = depending.Depending.push_dependent
+    calls: list[int] = []
+
+    def redis_lost_before_the_second(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            own_server.stop()
+        return real(self, *args, **kwargs)
+
+    canvas = group([step(t.mark, f"m{n}") for n in range(1001)])
+    monkeypatch.setattr(depending.Depending, "push_dependent", redis_lost_before_the_second)
+    with pytest.raises(RedisUnavailable):
+        canvas.enqueue()
+    monkeypatch.setattr(depending.Depending, "push_dependent", real)
+    own_server.start()
+    default = get_queue("default")
+    assert default.counts()["waiting"] == 1000  # the first DEPEND's 999 steps and the gate
+    drain("default")
+    assert t.names() == []
+    wf = canvas.enqueue()  # the caller tries again
+    drain("default")
+    assert wf.status == "succeeded"
+    assert Counter(t.names()) == {f"m{n}": 1 for n in range(1001)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_workflow_whose_gate_never_opened_is_cancelled_by_the_sweep(
+    own_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis lost as a workflow across two queues is about to open its gate: enqueue raises
+    RedisUnavailable and none of its steps starts; a minute on, the workers' sweep cancels
+    it: every step dead as cancelled, the gate gone, nothing left waiting."""
+
+    def redis_lost(*args: Any, **kwargs: Any) -> Any:
+        raise RedisUnavailable("Redis is unreachable (the test's)")
+
+    canvas = chain(step(t.mark, "a"), step(t.mark.using(queue_name="other"), "b"))
+    monkeypatch.setattr(enqueueing, "_open", redis_lost)
+    with pytest.raises(RedisUnavailable):
+        canvas.enqueue()
+    monkeypatch.undo()
+    default, other = get_queue("default"), get_queue("other")
+    [workflow_id] = default.client.zrange(default.keys.workflows, 0, -1)
+    wf = Workflow.get(workflow_id.decode())
+    assert wf.gate is not None
+    drain("default", "other")
+    assert t.names() == []
+    assert wf.status == "pending"
+    assert workflow_module.sweep(default) == 0  # its first look is RESULT_TTL away
+    assert wf.status == "pending"
+    real = time.time()
+    later = SimpleNamespace(time=lambda: real + default.result_ttl + 61, monotonic=time.monotonic)
+    monkeypatch.setattr(workflow_module, "time", later)
+    workflow_module.sweep(default)  # cancelled (by this clock its steps ended long ago)
+    jobs = wf.jobs()
+    assert [job.state for job in jobs if job is not None] == ["dead", "dead"]
+    assert all("cancelled" in (job.error or "") for job in jobs if job is not None)
+    assert default.counts()["waiting"] == other.counts()["waiting"] == 0
+    drain("default", "other")
+    assert t.names() == []
+    assert default.client.llen(default.keys.outbox) == other.client.llen(other.keys.outbox) == 0
 
 
 # --- threads racing -------------------------------------------------------------------------
@@ -1083,3 +1145,41 @@ def test_dependencies_in_queues_not_configured_are_refused(queues: tuple[Queue, 
         chain(step(t.mark, "a"), step(t.mark.using(queue_name="nowhere"), "b")).enqueue()
     assert sum(default.counts().values()) == 0
     assert default.client.zcard(default.keys.workflows) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_read_with_redis_away_raises_redis_unavailable(own_server: RedisServer) -> None:
+    """The plain reads (a job, a listing, the counts, a workflow and its progress, what a
+    job published) raise RedisUnavailable with Redis away, as the scripts do; none a
+    redis-py error."""
+    default = get_queue("default")
+    wf = chain(step(t.mark, "a"), step(t.mark.using(queue_name="other"), "b")).enqueue()
+    job_id = wf.steps[0][1]
+    reads = {
+        "get": lambda: default.get(job_id),
+        "get_many": lambda: default.get_many([job_id]),
+        "counts": default.counts,
+        "jobs": lambda: default.jobs("ready"),
+        "parked": lambda: default.jobs("parked"),
+        "oldest_ready_age": default.oldest_ready_age,
+        "expired_count": default.expired_count,
+        "enqueue_options": lambda: default.enqueue_options(job_id),
+        "lease_expiry": lambda: default.lease_expiry(job_id),
+        "still_dead": lambda: default.still_dead([job_id]),
+        "paused": default.paused,
+        "published": lambda: default.published(job_id),
+        "Workflow.get": lambda: Workflow.get(wf.id),
+        "progress": wf.progress,
+        "status": lambda: wf.status,
+    }
+    own_server.stop()
+    raised = {}
+    try:
+        for name, read in reads.items():
+            try:
+                read()
+            except Exception as exc:  # each read's error is the point
+                raised[name] = type(exc).__name__
+    finally:
+        own_server.start()
+    assert raised == dict.fromkeys(reads, "RedisUnavailable")

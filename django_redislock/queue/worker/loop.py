@@ -217,14 +217,16 @@ class Worker:
                 free = max(0, free if budget is None else min(free, budget))
                 if free == 0 or self.stopping.is_set():
                     continue
+                quiet = not self.leases.running_count()  # (then a "nothing ready" is final)
                 found = self.guard.attempt(self.leases.fetch, free, launch)
                 if found is False:
                     continue
                 started, wait = found
                 if not started:
                     if self.burst and wait != 0 and not self.leases.running_count():
-                        if self.guard.attempt(self.leases.settle) is True:
-                            continue  # its ends may have let parked jobs go: fetch again
+                        # A job that ended as this fetched may have let parked jobs go.
+                        if self.guard.attempt(self.leases.settle) is True or not quiet:
+                            continue  # fetch again
                         break
                     self.guard.attempt(self.waiter.wait_for, wait)
             # leaving the block waits for the running jobs: the drain
