@@ -66,6 +66,7 @@ for n = 0, n_jobs - 1 do
   found[n] = f
 end
 local results, woken = {{}}, 0
+local added, added_order = {{}}, {{}}  -- per dependency's KEYS index: its new dependants
 for n = 0, n_jobs - 1 do
   local i, k = 6 + 9 * n, JOB + n
   local key, id, f = KEYS[k], ARGV[6 + 9 * n], found[n]
@@ -113,10 +114,10 @@ for n = 0, n_jobs - 1 do
         redis.call('HSET', key, F.waiting_on, #pending)
         redis.call('ZADD', WAITING, now, id)
         for _, p in ipairs(pending) do
-          if p[2][1] == 'p' then  -- registered as its dependant
-            local parent = KEYS[p[2][2]]
-            local dn = redis.call('HGET', parent, F.dependants)
-            redis.call('HSET', parent, F.dependants, dn and (dn .. '\\n' .. id) or id)
+          if p[2][1] == 'p' then  -- registered as its dependant (written below, once each)
+            local k = p[2][2]
+            if not added[k] then added[k] = {{}}; added_order[#added_order + 1] = k end
+            added[k][#added[k] + 1] = id
           elseif p[2][1] == 'x' then  -- in another queue: registered there through the outbox
             redis.call('RPUSH', OUTBOX, 'r\\n' .. p[1] .. '\\n' .. id .. '\\n' .. now)
             OUTBOXED = true
@@ -133,6 +134,10 @@ for n = 0, n_jobs - 1 do
     end
     for _, v in ipairs({{1, due, state, now}}) do results[#results + 1] = v end
   end
+end
+for _, k in ipairs(added_order) do  -- each dependency's new dependants, appended at once
+  local dn, ids = redis.call('HGET', KEYS[k], F.dependants), table.concat(added[k], '\\n')
+  redis.call('HSET', KEYS[k], F.dependants, dn and (dn .. '\\n' .. ids) or ids)
 end
 if woken > 0 then wake(woken) end
 local at = JOB + n_jobs + 2 * n_out
