@@ -1,6 +1,6 @@
 """What an operator does with a queue (the admin, management code): counts, pages of jobs
-(the finished ones too), one job, requeue, delete, purge, and what to do with a job its
-worker left. Mixed into ``Queue``."""
+(the finished ones too), one job, requeue, delete, purge (what to do with a job its worker
+left is ``left_jobs``'s). Mixed into ``Queue``."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..exceptions import InvalidTask, JobNotFound
+from ..exceptions import JobNotFound
 from ..redis.failures import unavailable_as_error
 from ..redis.scripts import LuaScript
-from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, REQUEUE_RUNNING, RETRY_DEAD
-from .job_codec import attempt_error, from_hash, not_a_hash
+from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, RETRY_DEAD
+from .job_codec import from_hash, not_a_hash
 from .job_options import EnqueueOptions
 from .jobs import LISTED_STATES, Field, Job, JobState, number, text
 from .keys import QueueKeys
+from .left_jobs import LeftJobs
 from .lua import MAX_BATCH
 from .outbox import deliver_now
 from .parked import ParkedJobs
-from .retry_policy import policy
 
 CANCELLABLE = (
     JobState.READY.letter
@@ -31,7 +31,7 @@ CANCELLABLE = (
 DELETABLE = CANCELLABLE + JobState.DEAD.letter
 
 
-class Operations(ParkedJobs):
+class Operations(LeftJobs, ParkedJobs):
     name: str
     client: Any
     keys: QueueKeys
@@ -238,42 +238,6 @@ class Operations(ParkedJobs):
             keys = [k for i in ids for k in self._deleted(i)]
             removed += int(self.run(PURGE, [self.keys.dead, *keys], ids))
         return removed
-
-    def renewal_overdue(self, expiry_ms: float, now: float) -> bool:
-        """Whether a lease running out at ``expiry_ms`` was last renewed so long before
-        ``now`` that its worker cannot be alive: a worker renews its leases every beat,
-        min(5 s, LEASE / 3), and its registry entry lasts three beats; so does this."""
-        return expiry_ms - self.lease * 1000 <= (now - self._silence()) * 1000
-
-    def _silence(self) -> float:
-        return 3 * min(5.0, self.lease / 3)
-
-    def requeue_running(self, job: Job, *, lease_ran_out: bool) -> bool:
-        """Give back to ready at once a running ``job`` (as read, with its lease) whose lease
-        ran out (``lease_ran_out``), or whose worker the caller found gone from the
-        registry; either is checked again in Redis (gone: its lease not renewed for three
-        beats). Its started attempt is recorded as failed. False when it is no longer
-        running under that lease, or looks alive after all."""
-        why = "its lease ran out" if lease_ran_out else "its worker is gone"
-        try:  # the job's own, else its task's, else the queue's
-            limit = policy(self, job).max_attempts
-        except InvalidTask:  # an option of its own is corrupt: the worker sets it aside
-            limit = self.max_attempts
-        error = (
-            f"Attempt {job.attempts} of {limit} ended without an outcome: "
-            f"{why}; requeued from the admin."
-        )
-        entry = attempt_error(error, "", "", job.worker or "")
-        args = [
-            job.id,
-            job.lease or "",
-            "1" if lease_ran_out else "0",
-            error,
-            entry,
-            round(self.lease * 1000),
-            round(self._silence() * 1000),
-        ]
-        return bool(self.run(REQUEUE_RUNNING, [self.keys.job(job.id)], args))
 
     def delete(self, job_id: str) -> bool:
         """Delete a ready, scheduled or dead job; False when it is missing or running."""
