@@ -50,6 +50,30 @@ def test_a_chain_runs_its_steps_in_order(queues: Any):
     assert wf.progress()["done"] == 3
 
 
+def test_a_workflow_across_queues_is_open_once_enqueue_returns(queues: Any):
+    """Written in two scripts, it waited behind a gate that the last one opened: its first
+    steps are ready (here and there), the gate is no waiting job, and its record names it."""
+    default, other = queues
+    there = t.step.using(queue_name="other")
+    wf = group([step(t.step, "here"), step(there, "there")]).then(step(t.gather, "g")).enqueue()
+    assert wf.gate is not None
+    assert Workflow.get(wf.id).gate == wf.gate
+    assert wf.progress() == {"waiting": 1, "ready": 2, "running": 0, "done": 0, "dead": 0}
+    assert default.counts()["waiting"] == 1  # the last step only
+    assert other.counts()["waiting"] == 0
+    assert default.get(wf.gate).state == "done"  # kept as a result, for late registrations
+    drain("default", "other")
+    drain("default", "other")
+    assert wf.status == "succeeded"
+    assert sorted(ran()) == ["g", "here", "there"]
+
+
+def test_a_workflow_of_one_queue_and_one_script_has_no_gate(queues: Any):
+    wf = chain(step(t.step, "a"), step(t.step, "b")).enqueue()
+    assert wf.gate is None
+    assert Workflow.get(wf.id).gate is None
+
+
 def test_a_group_then_a_step_after_all_of_it(queues: Any):
     wf = group([step(t.step, n) for n in ("x", "y", "z")]).then(step(t.gather, "all")).enqueue()
     drain()
