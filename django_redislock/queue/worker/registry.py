@@ -21,6 +21,7 @@ from ...redis.clients import UNAVAILABLE, get_redis
 from .background import Background, periodic
 
 logger = logging.getLogger("django_redislock.queue.registry")  # the name users' LOGGING knows
+START_TRIES = 3  # of the first heartbeat, before the worker gives up starting
 
 
 def registry_key() -> str:
@@ -45,7 +46,16 @@ class Heartbeat:
         self.thread = Background("redislock-heartbeat", beating, daemon=True)
 
     def start(self) -> None:
-        self.beat()  # fails fast, and clearly, when Redis is unreachable at start
+        # Fails fast, and clearly, when Redis is unreachable at start; a connection cut as it
+        # opened (a CLIENT KILL, a proxy's restart) is tried again first, a few times.
+        for attempt in range(1, START_TRIES + 1):
+            try:
+                self.beat()
+                break
+            except RedisUnavailable:
+                if attempt == START_TRIES:
+                    raise
+                time.sleep(0.1 * attempt)
         self.thread.start()
 
     def beat(self) -> None:
