@@ -38,8 +38,11 @@ def test_progress_is_seen_live(queues: Any, processes: Processes) -> None:
     wf = chain(step(t.step, "before"), step(t.progressing, 3, wait=True)).enqueue()
     processes.start(run_worker, ["default"])
     running = wf.results()[1]
-    wait_for(lambda: running.progress == (1, 3), what="the first step of three published")
-    assert running.metadata == {"last": 1}
+    # (the task publishes its progress, then its metadata: two writes, waited for both)
+    wait_for(
+        lambda: (running.progress, running.metadata) == ((1, 3), {"last": 1}),
+        what="the first step of three published, with its metadata",
+    )
     assert wf.status == "running"
     assert wf.progress()["running"] == 1
     get_redis().rpush(t.PROCEED, 1)
