@@ -19,6 +19,7 @@ __all__ = [
     "Stock",
     "get_queue",
     "get_redis",
+    "redis_idempotent",
     "redis_locked",
     "redis_rate_limited",
 ]
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from .semaphores.semaphore import Semaphore
     from .stock.async_stock import AsyncStock
     from .stock.stock import Stock
+    from .views.idempotent import redis_idempotent
     from .views.locked import redis_locked
     from .views.rate_limited import redis_rate_limited
 
@@ -53,6 +55,7 @@ _LAZY = {
     "get_queue": ".queue.queue",
     "get_redis": ".redis.clients",
     "redis_locked": ".views.locked",
+    "redis_idempotent": ".views.idempotent",
 }
 
 

@@ -428,6 +428,36 @@ def exercise_dependencies() -> None:
         q.purge("dead")
 
 
+def exercise_idempotency() -> None:
+    """A key claimed and stored, replayed, its claim renewed while a slow view runs, and
+    waited for by a repeat (the waiting flag and the wake-up list)."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from django_redislock.views.idempotency_records import record_keys
+    from tests.idempotent_views import GATE
+
+    def post(url: str, key: str = "m") -> Any:
+        return Client().post(url, b"{}", content_type="application/json", HTTP_IDEMPOTENCY_KEY=key)
+
+    assert post("/idem/pay/").status_code == 201
+    assert post("/idem/pay/")["Idempotent-Replayed"] == "true"
+    with override_settings(REDISLOCK={**settings.REDISLOCK, "LOCK_TTL": 0.3}):
+        first = threading.Thread(target=post, args=("/idem/pay-waiting/?wait=1", "w"))
+        first.start()
+        until(lambda: get_redis().llen("tests:idempotent:pids") == 1)
+        keys = record_keys("anonymous", "w")
+        seen = [get_redis().pttl(keys.record)]
+        # A renewal (at a third of the TTL) sets the TTL back up.
+        until(lambda: seen.append(get_redis().pttl(keys.record)) or seen[-1] > seen[-2])
+        repeat = threading.Thread(target=post, args=("/idem/pay-waiting/?wait=1", "w"))
+        repeat.start()
+        until(lambda: get_redis().exists(keys.waiting) == 1)
+        get_redis().rpush(GATE, 1)
+        first.join(15)
+        repeat.join(15)
+
+
 def exercise_wakeups() -> None:
     """Waiters beyond the threads' share of a small pool wait through the process's wake-up
     listener (its NUDGE), and are woken by the release's hand-off."""
@@ -489,6 +519,7 @@ def test_every_key_a_script_touches_is_in_its_keys(nodes: list[tuple[str, int]])
         exercise_stocks()
         exercise_dependencies()
         exercise_wakeups()
+        exercise_idempotency()
     violations, seen = monitoring.violations(scripts, conf.KEY_PREFIX)
     assert monitoring.stray == 0, "script lines that no EVAL/EVALSHA line accounts for"
     assert seen - set(scripts.values()) == set(), "scripts that are not registered"

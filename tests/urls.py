@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from . import views
+from . import idempotent_views, views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -24,5 +24,22 @@ urlpatterns = [
     path("astream/<int:product_id>/", views.astream),
     path("cbv/<int:product_id>/", views.BuyView.as_view()),
     path("acbv/<int:product_id>/", views.AsyncBuyView.as_view()),
+    path("idem/pay/", idempotent_views.pay),
+    path("idem/pay-waiting/", idempotent_views.pay_waiting),
+    path("idem/pay-per-user/", idempotent_views.pay_per_user),
+    path("idem/pay-required/", idempotent_views.pay_required),
+    path("idem/pay-by-tenant/", idempotent_views.pay_by_tenant),
+    path("idem/pay-fail-open/", idempotent_views.pay_fail_open),
+    path("idem/pay-streaming/", idempotent_views.pay_streaming),
+    path("idem/pay-big/", idempotent_views.pay_big),
+    path("idem/pay-template/", idempotent_views.pay_template),
+    path("idem/pay-locked/", idempotent_views.pay_locked),
+    path("idem/apay/", idempotent_views.apay),
+    path("idem/apay-fail-open/", idempotent_views.apay_fail_open),
+    path("idem/pay-event/", idempotent_views.pay_event),
+    path("idem/locked-pay/", idempotent_views.locked_pay),
+    path("idem/apay-waiting/", idempotent_views.apay_waiting),
+    path("idem/cbv/", idempotent_views.PayView.as_view()),
+    path("idem/drf/", idempotent_views.PayAPIView.as_view()),
     path("", include("shop.urls")),
 ]

@@ -1,0 +1,187 @@
+"""Views guarded by ``@redis_idempotent`` for its tests. Each counts the times its body ran
+in Redis (so that processes of a real server count together) and answers a fresh order id,
+so a replay is told from a second run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.template import engines
+from django.template.response import TemplateResponse
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from django_redislock import get_redis, redis_idempotent, redis_locked
+
+GATE = "tests:idempotent:gate"  # a view with ?wait=1 blocks until a token is pushed here
+PIDS = "tests:idempotent:pids"  # ... after pushing its process id here
+proceed = threading.Event()  # pay_event's view waits for it (in-process tests)
+FAIL_ONCE = "tests:idempotent:fail-once"  # set: the next run of pay_waiting answers 500
+
+
+def runs(name: str) -> int:
+    """How many times view ``name``'s body ran."""
+    return int(get_redis().get(f"tests:idempotent:runs:{name}") or 0)
+
+
+def _ran(request: HttpRequest, name: str) -> None:
+    client = get_redis()
+    client.incr(f"tests:idempotent:runs:{name}")
+    if request.GET.get("wait"):
+        client.rpush(PIDS, os.getpid())
+        client.blpop([GATE], 30)
+
+
+def _order(request: HttpRequest, status: int = 201) -> JsonResponse:
+    response = JsonResponse(
+        {"order": uuid.uuid4().hex, "body": request.body.decode(errors="replace")},
+        status=status,
+    )
+    response["Location"] = "/orders/1/"
+    response["X-Not-Replayed"] = "1"
+    return response
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+def pay(request: HttpRequest) -> HttpResponse:
+    _ran(request, "pay")
+    status = int(request.GET.get("status", 201))
+    if request.GET.get("raise"):
+        raise RuntimeError("the view failed")
+    return _order(request, status)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared", timeout=10)
+def pay_waiting(request: HttpRequest) -> HttpResponse:
+    _ran(request, "pay_waiting")
+    if get_redis().delete(FAIL_ONCE):
+        return HttpResponse("failed", status=500)
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent()
+def pay_per_user(request: HttpRequest) -> HttpResponse:
+    _ran(request, "pay_per_user")
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared", required=True, header="X-Request-Id")
+def pay_required(request: HttpRequest) -> HttpResponse:
+    _ran(request, "pay_required")
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent(scope=lambda request: request.headers.get("X-Tenant", "none"))
+def pay_by_tenant(request: HttpRequest) -> HttpResponse:
+    _ran(request, "pay_by_tenant")
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+def pay_event(request: HttpRequest) -> HttpResponse:
+    _ran(request, "pay_event")
+    proceed.wait(30)
+    return _order(request)
+
+
+@csrf_exempt
+@redis_locked("points:outer", timeout=0)
+@redis_idempotent(anonymous="shared")
+def locked_pay(request: HttpRequest) -> HttpResponse:
+    _ran(request, "locked_pay")
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared", on_redis_error="fail-open")
+def pay_fail_open(request: HttpRequest) -> HttpResponse:
+    return _order(request)  # (counts nothing: its tests have no Redis)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+def pay_streaming(request: HttpRequest) -> StreamingHttpResponse:
+    _ran(request, "pay_streaming")
+
+    def chunks() -> Iterator[bytes]:
+        yield b"one,"
+        yield b"two"
+
+    return StreamingHttpResponse(chunks(), content_type="text/csv")
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+def pay_big(request: HttpRequest) -> HttpResponse:
+    _ran(request, "pay_big")
+    return HttpResponse(b"x" * (int(request.GET["size"])), content_type="application/octet-stream")
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+def pay_template(request: HttpRequest) -> TemplateResponse:
+    _ran(request, "pay_template")
+    template = engines["django"].from_string("order {{ order }}")
+    return TemplateResponse(request, template, {"order": uuid.uuid4().hex}, status=201)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+@redis_locked("points:shared", timeout=0)
+def pay_locked(request: HttpRequest) -> HttpResponse:
+    _ran(request, "pay_locked")
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared", on_redis_error="fail-open")
+async def apay_fail_open(request: HttpRequest) -> HttpResponse:
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+async def apay(request: HttpRequest) -> HttpResponse:
+    await asyncio.to_thread(_ran, request, "apay")
+    if request.GET.get("raise"):
+        raise RuntimeError("the view failed")
+    return _order(request, int(request.GET.get("status", 201)))
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared", timeout=10)
+async def apay_waiting(request: HttpRequest) -> HttpResponse:
+    await asyncio.to_thread(_ran, request, "apay_waiting")
+    return _order(request)
+
+
+class PayView(View):
+    @method_decorator(redis_idempotent(anonymous="shared"))
+    def post(self, request: HttpRequest) -> HttpResponse:
+        _ran(request, "PayView")
+        return _order(request)
+
+
+class PayAPIView(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
+
+    @method_decorator(redis_idempotent(anonymous="shared"))
+    def post(self, request: Any) -> Response:
+        _ran(request, "PayAPIView")
+        return Response({"order": uuid.uuid4().hex, "got": request.data}, status=201)
