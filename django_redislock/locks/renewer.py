@@ -76,6 +76,8 @@ class _Entry:
 
 
 class Renewer:
+    LINGER = 5.0  # seconds the thread waits, with nothing to renew, before it ends
+
     def __init__(self) -> None:
         self._entries: dict[int, _Entry] = {}
         self._due: dict[int, float] = {}
@@ -105,12 +107,17 @@ class Renewer:
             self._round()
 
     def _wait_until_due(self) -> bool:
-        """Sleep until a hold is due; False (the thread ends) when none is left."""
+        """Sleep until a hold is due; False (the thread ends) when none is left for
+        ``LINGER`` seconds (so that holds added one after another, a claim per request,
+        say, do not start a thread each)."""
         with self._cond:
             while True:
                 if not self._due:
-                    self._thread = None
-                    return False
+                    self._cond.wait(self.LINGER)
+                    if not self._due:
+                        self._thread = None
+                        return False
+                    continue
                 wait = min(self._due.values()) - time.monotonic()
                 if wait <= 0:
                     return True
