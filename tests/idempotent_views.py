@@ -11,12 +11,14 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.template import engines
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -185,3 +187,75 @@ class PayAPIView(APIView):
     def post(self, request: Any) -> Response:
         _ran(request, "PayAPIView")
         return Response({"order": uuid.uuid4().hex, "got": request.data}, status=201)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared", methods=("post", "put", "patch", "delete"))
+def every_method(request: HttpRequest) -> HttpResponse:
+    _ran(request, "every_method")
+    return HttpResponse(f"{request.method} {uuid.uuid4().hex}", content_type="text/plain")
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+def odd_bodies(request: HttpRequest) -> HttpResponse:
+    """?kind=binary: bytes that are not UTF-8; empty: a 204; bare: no Content-Type."""
+    _ran(request, "odd_bodies")
+    kind = request.GET["kind"]
+    if kind == "binary":
+        response = HttpResponse(b"\x00\xff\xfe" + uuid.uuid4().bytes, content_type="image/png")
+        response["Content-Disposition"] = 'attachment; filename="receipt.png"'
+        response["Content-Language"] = "de"
+        return response
+    if kind == "empty":
+        return HttpResponse(status=204)
+    response = HttpResponse(uuid.uuid4().hex.encode(), status=202)
+    del response["Content-Type"]
+    return response
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+@redis_idempotent(anonymous="shared")
+def twice(request: HttpRequest) -> HttpResponse:
+    _ran(request, "twice")
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared", ttl=0.5)
+def short_lived(request: HttpRequest) -> HttpResponse:
+    _ran(request, "short_lived")
+    return _order(request)
+
+
+@csrf_exempt
+@redis_idempotent(anonymous="shared")
+def missing(request: HttpRequest) -> HttpResponse:
+    _ran(request, "missing")
+    raise Http404("no such order")
+
+
+class HeaderUser(BaseAuthentication):
+    """DRF authentication by an X-User header naming a user (for the tests)."""
+
+    def authenticate(self, request: Any) -> tuple[Any, None] | None:
+        from django.contrib.auth.models import User
+
+        name = request.headers.get("X-User")
+        return (User.objects.get(username=name), None) if name else None
+
+
+class RedeemAPIView(APIView):
+    authentication_classes = [HeaderUser]
+    permission_classes = [IsAuthenticated]
+
+    @method_decorator(redis_idempotent())
+    def post(self, request: Any) -> Response:
+        _ran(request, "RedeemAPIView")
+        return Response({"order": uuid.uuid4().hex, "user": request.user.username}, status=201)
+
+    @method_decorator(redis_idempotent())
+    def delete(self, request: Any) -> Response:
+        _ran(request, "RedeemAPIView")
+        return Response({"detail": "no such order"}, status=404)

@@ -41,5 +41,11 @@ urlpatterns = [
     path("idem/apay-waiting/", idempotent_views.apay_waiting),
     path("idem/cbv/", idempotent_views.PayView.as_view()),
     path("idem/drf/", idempotent_views.PayAPIView.as_view()),
+    path("idem/every-method/", idempotent_views.every_method),
+    path("idem/odd-bodies/", idempotent_views.odd_bodies),
+    path("idem/twice/", idempotent_views.twice),
+    path("idem/short-lived/", idempotent_views.short_lived),
+    path("idem/missing/", idempotent_views.missing),
+    path("idem/drf-redeem/", idempotent_views.RedeemAPIView.as_view()),
     path("", include("shop.urls")),
 ]

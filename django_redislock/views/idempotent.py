@@ -105,8 +105,8 @@ class _IdempotencyGuard(ViewGuard):
 
     def begin(self, request: HttpRequest) -> Claim | HttpResponse | None:
         """The claim to try; a refusal; or None: the view runs unguarded."""
-        if request.method not in self.methods:
-            return None
+        if request.method not in self.methods or getattr(request, _GUARDED, False):
+            return None  # (guarded already: the decorator is stacked on itself)
         try:
             key = idempotency_key(request, self.header, self.required)
             if key is None:
@@ -114,6 +114,7 @@ class _IdempotencyGuard(ViewGuard):
             keys = record_keys(request_scope(request, self.scope, self.anonymous), key)
         except KeyRefused as no_key:
             return refused(request, no_key)
+        setattr(request, _GUARDED, True)
         return Claim(keys, fingerprint(request), self.using, get_redis(self.using))
 
     def sync_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
@@ -206,6 +207,9 @@ class _IdempotencyGuard(ViewGuard):
             )
         detail = f"A request with this {self.header} is still being processed; retry shortly."
         return refusal(request, 409, "idempotency-key-in-flight", detail)
+
+
+_GUARDED = "_redislock_idempotent"  # set on a request the decorator has taken in hand
 
 
 def _no_key(request: HttpRequest, *args: Any, **kwargs: Any) -> str:
