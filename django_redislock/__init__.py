@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = [
     "AsyncLock",
+    "AsyncMultiLock",
     "AsyncRateLimit",
     "AsyncSemaphore",
     "AsyncStock",
     "Lock",
+    "MultiLock",
     "RateLimit",
     "Redlock",
     "RetryLater",
@@ -27,7 +29,9 @@ __all__ = [
 if TYPE_CHECKING:
     from .exceptions import RetryLater
     from .locks.async_lock import AsyncLock
+    from .locks.async_multi_lock import AsyncMultiLock
     from .locks.lock import Lock
+    from .locks.multi_lock import MultiLock
     from .locks.redlock import Redlock
     from .queue.queue import get_queue
     from .ratelimit import AsyncRateLimit, RateLimit
@@ -50,6 +54,8 @@ _LAZY = {
     "Semaphore": ".semaphores.semaphore",
     "Stock": ".stock.stock",
     "Lock": ".locks.lock",
+    "MultiLock": ".locks.multi_lock",
+    "AsyncMultiLock": ".locks.async_multi_lock",
     "Redlock": ".locks.redlock",
     "RetryLater": ".exceptions",
     "get_queue": ".queue.queue",

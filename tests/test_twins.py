@@ -11,10 +11,12 @@ import pytest
 
 from django_redislock import (
     AsyncLock,
+    AsyncMultiLock,
     AsyncRateLimit,
     AsyncSemaphore,
     AsyncStock,
     Lock,
+    MultiLock,
     RateLimit,
     Semaphore,
     Stock,
@@ -22,6 +24,7 @@ from django_redislock import (
 
 TWINS = [
     (Lock, AsyncLock),
+    (MultiLock, AsyncMultiLock),
     (Semaphore, AsyncSemaphore),
     (Stock, AsyncStock),
     (RateLimit, AsyncRateLimit),

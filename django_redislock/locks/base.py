@@ -166,6 +166,28 @@ class LockBase(LockCore):
             self._signal_acquired(fence or None, started)
         return hold
 
+    # Hooks for ``MultiLock``, which takes or frees several locks' names in one script: each
+    # lock then keeps (or gives up) its hold as if it had run that script itself.
+
+    def adopt(self, owner: tuple[Any, ...], token: str, fence: int, renew_for: Any) -> None:
+        """Hold this lock for ``owner`` (``current_owner()``) with ``token`` and ``fence``, as
+        another script took it; with ``auto_renew``, renewed while ``renew_for`` (the thread
+        or asyncio task) lives."""
+        hold = self._acquired(owner, token, fence)
+        if self.auto_renew:
+            _renewer.renewer.add(self, hold, renew_for)
+
+    def begin_release(self, owner: tuple[Any, ...]) -> Hold | None:
+        """Before another script frees this lock for ``owner``: forget its hold (the renewer
+        too) and return it, None when a reentrant hold only counted down; LockNotOwned when
+        ``owner`` holds none."""
+        return self._begin_release(owner)
+
+    def end_release(self, hold: Hold, reply: Any) -> None:
+        """After that script, with its reply for this lock (as ``RELEASE``'s: 0 when ``hold``
+        no longer held it, which is reported and raised as LockNotOwned)."""
+        self._end_release(hold, reply)
+
     def lost(self, hold: Hold, where: str) -> None:
         """Report that ``hold`` turned out to be lost (TTL ran out, or taken over)."""
         hold.lost = True

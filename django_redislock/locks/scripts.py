@@ -42,8 +42,8 @@ local function pass_on(lock, wake, msg)
 end
 """
 
-# Shared by the scripts that free a lock or queue a waiter.
-_HANDOFF = (
+# Shared by the scripts that free a lock or queue a waiter (``multi_scripts`` too).
+HANDOFF = (
     CLOCK
     + WAITERS
     + """
@@ -93,7 +93,7 @@ end
 #        or {pttl} when the lock is busy (the caller is queued when ARGV[8] > 0).
 ACQUIRE = lua_script(
     "acquire",
-    _HANDOFF
+    HANDOFF
     + _PASS_ON
     + """
 local lock, waiters, index, fence, names, regs, wake, aside = unpack(KEYS)
@@ -176,7 +176,7 @@ return {redis.call('PTTL', lock)}
 #        (forced only) when nothing was held but a waiter was given the lock.
 RELEASE = lua_script(
     "release",
-    _HANDOFF
+    HANDOFF
     + """
 local current = lock_value(KEYS[1])
 if ARGV[1] ~= '' then
