@@ -6,13 +6,14 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connections
 from django.test import Client
-from shop.demo import Server, hammer
+from shop.demo import Server, hammer, resend
 from shop.models import Order, PointsAccount, Product, Redemption
 
 from tests.support.fixtures import Backend
@@ -121,6 +122,10 @@ def test_flash_sale_demo_command_prints_the_table(real_backend: Backend) -> None
     assert "p99 ms" in text
     assert Product.objects.get(name="Flash sale (mutex)").orders.count() == 20
     assert Product.objects.get(name="Flash sale (reserved)").orders.count() == 20
+    # 4 buyers x 5 orders, each sent again after a timeout
+    assert "idempotent: 20 orders for 20 meant" in text
+    assert Product.objects.get(name="Resent orders (idempotent)").orders.count() == 20
+    assert Product.objects.get(name="Resent orders (unguarded)").orders.count() > 20
 
 
 def test_demo_command_rejects_bad_numbers(capsys: pytest.CaptureFixture[str]) -> None:
@@ -128,3 +133,64 @@ def test_demo_command_rejects_bad_numbers(capsys: pytest.CaptureFixture[str]) ->
         call_command("flash_sale_demo", buyers=0)
     assert exit_info.value.code == 2
     assert "--buyers must be at least 1" in capsys.readouterr().err
+
+
+def test_orders_resent_after_a_timeout_are_made_once_per_key(shop: Server) -> None:
+    guarded, unguarded = (Product.objects.create(name=n) for n in ("once", "twice"))
+    sent = resend(shop.port, f"/products/{guarded.pk}/order/", buyers=4, keys=3, patience=0.02)
+    assert sent > 12  # every first try timed out and was sent again
+    assert guarded.orders.count() == 12
+    resend(shop.port, f"/products/{unguarded.pk}/order-unguarded/", buyers=4, keys=3, patience=0.02)
+    assert unguarded.orders.count() > 12  # the control: resends charge again
+
+
+def test_a_redemption_resent_with_its_key_spends_the_points_once(shop: Server) -> None:
+    user = User.objects.create_user("erin")
+    account = PointsAccount.objects.create(user=user, balance=100)
+    client = Client()
+    client.force_login(user)
+    answers = [
+        client.post("/points/redeem/", {"points": 30}, HTTP_IDEMPOTENCY_KEY="redeem-1")
+        for _ in range(3)
+    ]
+    assert [a.status_code for a in answers] == [201, 201, 201]
+    assert [a.get("Idempotent-Replayed") for a in answers] == [None, "true", "true"]
+    account.refresh_from_db()
+    assert account.balance == 70
+    assert Redemption.objects.filter(account=account).count() == 1
+
+
+def test_transfers_both_ways_at_once_keep_every_point_and_never_deadlock(shop: Server) -> None:
+    users = [User.objects.create_user(name) for name in ("fay", "gus")]
+    accounts = [PointsAccount.objects.create(user=user, balance=500) for user in users]
+    sessions = []
+    for user in users:
+        client = Client()
+        client.force_login(user)
+        sessions.append({"sessionid": client.cookies["sessionid"].value})
+    runs: list[Any] = [None, None]
+
+    def transfer(me: int) -> None:
+        to = users[1 - me].username
+        runs[me] = hammer(
+            shop.port,
+            "/points/transfer/",
+            buyers=4,
+            attempts=10,
+            data={"points": 7, "to": to},
+            cookies=sessions[me],
+        )
+
+    threads = [threading.Thread(target=transfer, args=(me,)) for me in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    for run in runs:
+        assert set(run.statuses) <= {201, 409}, run.statuses
+        assert run.statuses[201] > 0
+    for account in accounts:
+        account.refresh_from_db()
+    moved = [run.statuses[201] * 7 for run in runs]
+    assert [a.balance for a in accounts] == [500 - moved[0] + moved[1], 500 - moved[1] + moved[0]]
+    assert sum(a.balance for a in accounts) == 1000

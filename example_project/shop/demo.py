@@ -10,6 +10,7 @@ import queue
 import signal
 import socket
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -118,14 +119,25 @@ class Client:
         self.cookies = dict(cookies or {})
         self.request("GET", "/products/")  # sets the CSRF cookie
 
-    def request(self, method: str, path: str, data: dict[str, Any] | None = None) -> int:
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+    def request(
+        self,
+        method: str,
+        path: str,
+        data: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60,
+    ) -> int:
+        """The answer's status; ``TimeoutError`` when none came within ``timeout`` s."""
+        headers = {
+            **(headers or {}),
+            "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
+        }
         body = None
         if method == "POST":
             headers["X-CSRFToken"] = self.cookies.get("csrftoken", "")
             headers["Content-Type"] = "application/x-www-form-urlencoded"
             body = urlencode(data or {})
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
@@ -237,3 +249,58 @@ def hammer(
     if on_progress is not None:
         on_progress(total, total)
     return Run(answers, began, seconds)
+
+
+def _resender(port: int, path: str, keys: list[str], patience: float, start: Any,
+              results: Any, parent: int) -> None:  # fmt: skip
+    _die_with_parent(parent)
+    client = Client(port)
+    sent = 0
+    start.wait()
+    for key in keys:
+        timeout = patience  # the first try gives up early; the resends wait for an answer
+        while True:
+            sent += 1
+            try:
+                status = client.request("POST", path, headers={"Idempotency-Key": key},
+                                        timeout=timeout)  # fmt: skip
+            except TimeoutError:
+                timeout = 60.0
+                continue  # the same request, the same key, again
+            if status != 409:
+                break
+            time.sleep(0.01)  # still being made: as Retry-After says, come back
+    results.put(sent)
+
+
+def resend(port: int, path: str, *, buyers: int, keys: int, patience: float) -> int:
+    """Each of ``buyers`` processes places ``keys`` orders at ``path``, each with a key of
+    its own; it gives up waiting for the first answer after ``patience`` seconds and sends
+    the same request again (and again while answered 409). Returns the requests sent."""
+    context = multiprocessing.get_context("fork")
+    start, results = context.Event(), context.Queue()
+    connections.close_all()
+    run = uuid.uuid4().hex[:8]
+    procs = [
+        context.Process(
+            target=_resender,
+            args=(
+                port,
+                path,
+                [f"{run}-{b}-{k}" for k in range(keys)],
+                patience,
+                start,
+                results,
+                os.getpid(),
+            ),
+            daemon=True,
+        )
+        for b in range(buyers)
+    ]
+    for proc in procs:
+        proc.start()
+    start.set()
+    sent = sum(results.get(timeout=300) for _ in procs)
+    for proc in procs:
+        proc.join()
+    return sent

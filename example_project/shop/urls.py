@@ -11,5 +11,8 @@ urlpatterns = [
     path("orders/<int:order_id>/", views.order_status),
     path("orders/export/", views.export_orders),
     path("orders/<int:order_id>/pay/", views.pay),
+    path("products/<int:product_id>/order/", views.place_order),
+    path("products/<int:product_id>/order-unguarded/", views.place_order_unguarded),
     path("points/redeem/", views.redeem),
+    path("points/transfer/", views.transfer_points),
 ]

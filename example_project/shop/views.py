@@ -10,8 +10,14 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_POST
 
-from django_redislock import get_queue, redis_locked, redis_rate_limited
-from django_redislock.exceptions import JobNotFound, ReservationExpired
+from django_redislock import (
+    MultiLock,
+    get_queue,
+    redis_idempotent,
+    redis_locked,
+    redis_rate_limited,
+)
+from django_redislock.exceptions import JobNotFound, LockTimeout, ReservationExpired
 from django_redislock.fencing import fenced_update
 from django_redislock.workflows import Workflow
 
@@ -23,6 +29,9 @@ from .tasks import close, close_job_id, schedule_close, start_checkout, unpaid_s
 PAYMENT_SECONDS = 0.005
 # A reservation outlives the unpaid window by this much: closing the order releases it.
 RESERVATION_MARGIN = 60.0
+# How long the payment provider takes to charge an order placed at once (``place_order``):
+# long enough for an impatient client to time out and send the request again.
+CHARGE_SECONDS = 0.05
 
 
 @ensure_csrf_cookie
@@ -152,7 +161,29 @@ def export_orders(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@redis_idempotent(anonymous="ip")
+def place_order(request: HttpRequest, product_id: int) -> JsonResponse:
+    """A paid order, made once per Idempotency-Key: a client that timed out sends the same
+    key again and gets the first order back (while it is still being charged: 409, retry)."""
+    return charge_and_order(product_id)
+
+
+@require_POST
+def place_order_unguarded(request: HttpRequest, product_id: int) -> JsonResponse:
+    """The same without ``@redis_idempotent``: every resend is one more order, charged."""
+    return charge_and_order(product_id)
+
+
+def charge_and_order(product_id: int) -> JsonResponse:
+    product = get_object_or_404(Product, pk=product_id)
+    time.sleep(CHARGE_SECONDS)  # the payment provider
+    order = Order.objects.create(product=product, status=Order.Status.PAID)
+    return JsonResponse({"order": order.pk}, status=201)
+
+
+@require_POST
 @login_required
+@redis_idempotent()  # a resent redemption (same Idempotency-Key) gets the first answer back
 @redis_rate_limited("points:{request.user.pk}", rate="5/m")  # 429 past five a minute
 @redis_locked("points:{request.user.pk}", fencing=True, timeout=0.2)
 def redeem(request: HttpRequest) -> JsonResponse:
@@ -172,3 +203,35 @@ def redeem(request: HttpRequest) -> JsonResponse:
             return JsonResponse({"error": "retry"}, status=409)
         Redemption.objects.create(account=account, points=points, fence=fence)
     return JsonResponse({"balance": account.balance - points}, status=201)
+
+
+@require_POST
+@login_required
+@redis_idempotent()
+def transfer_points(request: HttpRequest) -> JsonResponse:
+    """Move ``points`` to the user named ``to``, under a ``MultiLock`` of both accounts' lock
+    names (those ``redeem`` is guarded by): no redemption or other transfer of either
+    account runs meanwhile, and overlapping transfers (a to b, b to a) never deadlock."""
+    points = int(request.POST.get("points", "0"))
+    source = get_object_or_404(PointsAccount, user=request.user)
+    target = get_object_or_404(PointsAccount, user__username=request.POST.get("to", ""))
+    if points <= 0 or target.pk == source.pk:
+        return JsonResponse({"error": "a positive number of points to another user"}, status=400)
+    out, into = f"points:{source.user_id}", f"points:{target.user_id}"
+    try:
+        with MultiLock([out, into], ttl=5, timeout=0.2, fencing=True) as lock:
+            time.sleep(PAYMENT_SECONDS)  # check the transfer with the bank, say
+            with transaction.atomic():
+                spent = PointsAccount.objects.filter(pk=source.pk, balance__gte=points)
+                if not fenced_update(spent, lock.fences[out], balance=F("balance") - points):
+                    return JsonResponse({"error": "insufficient-points"}, status=409)
+                credited = PointsAccount.objects.filter(pk=target.pk)
+                if not fenced_update(credited, lock.fences[into], balance=F("balance") + points):
+                    transaction.set_rollback(True)  # a newer holder wrote: undo the debit
+                    return JsonResponse(
+                        {"error": "retry"}, status=409, headers={"Retry-After": "1"}
+                    )
+    except LockTimeout:
+        return JsonResponse({"error": "busy"}, status=409, headers={"Retry-After": "1"})
+    source.refresh_from_db()
+    return JsonResponse({"balance": source.balance}, status=201)

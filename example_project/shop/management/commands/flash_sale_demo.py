@@ -1,5 +1,6 @@
 """``manage.py flash_sale_demo``: the same flash sale three ways: unguarded, behind
-``@redis_locked`` (a queue of one) and by reservation (``Stock``)."""
+``@redis_locked`` (a queue of one) and by reservation (``Stock``); then buyers who resend
+their order after a timeout, with and without ``@redis_idempotent``."""
 
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ from django.core.management.base import BaseCommand, CommandParser
 from django_redislock import get_queue
 from django_redislock.exceptions import JobNotFound, ReservationError
 from django_redislock.queue.jobs import JobState
-from shop.demo import Server, hammer
+from shop.demo import Server, hammer, resend
 from shop.models import Order, Product
 from shop.tasks import close_job_id, unpaid_seconds
 
 # (label, URL suffix) of the three ways to sell
 ENDPOINTS = (("unguarded", "buy-unguarded"), ("mutex", "buy"), ("reserved", "buy-reserved"))
+# (label, URL suffix) of an order placed without and with an Idempotency-Key guard
+RESENT = (("unguarded", "order-unguarded"), ("idempotent", "order"))
+ORDERS_EACH = 5  # orders each buyer places in the resend rows
+PATIENCE = 0.02  # seconds a buyer waits for its first answer (the charge takes 0.05)
 
 
 class Command(BaseCommand):
@@ -72,7 +77,10 @@ class Command(BaseCommand):
                 product.refresh_from_db()
                 orders = product.orders.count()
                 rows.append((label, product.stock, orders, run))
+            resent = [self.resent(server.port, label, endpoint, options["buyers"])
+                      for label, endpoint in RESENT]  # fmt: skip
         self.stdout.write("\n" + self.table(options["stock"], rows))
+        self.stdout.write(self.resent_table(resent))
         scheduled = scheduled_closes(Order.objects.filter(product__name__startswith="Flash sale"))
         self.stdout.write(
             f"Each order also got a close-if-unpaid job, due {unpaid_seconds():.0f} s after it "
@@ -80,6 +88,27 @@ class Command(BaseCommand):
             "`python manage.py run_queue_worker` works them (and the periodic sweep)."
         )
         return rows
+
+    def resent(self, port: int, label: str, endpoint: str, buyers: int) -> tuple[Any, ...]:
+        """Orders placed by buyers who give up waiting and send the same request again;
+        (label, orders meant, requests sent, orders made)."""
+        product = fresh_product(f"Resent orders ({label})")
+        self.stdout.write(f"{'resent ' + label:>18}: ", ending="")
+        sent = resend(port, f"/products/{product.pk}/{endpoint}/", buyers=buyers,
+                      keys=ORDERS_EACH, patience=PATIENCE)  # fmt: skip
+        made = product.orders.count()
+        self.stdout.write(f"{sent} requests")
+        return label, buyers * ORDERS_EACH, sent, made
+
+    def resent_table(self, rows: list[Any]) -> str:
+        head = ("resent", "meant", "requests", "orders", "charged twice")
+        lines = ["  ".join(f"{h:>13}" for h in head)]
+        for label, meant, sent, made in rows:
+            lines.append("  ".join(f"{c:>13}" for c in (label, meant, sent, made, made - meant)))
+        verdicts = [f"{label}: {made} orders for {meant} meant" for label, meant, _, made in rows]
+        legend = (f"Each buyer placed {ORDERS_EACH} orders, each with its Idempotency-Key, gave "
+                  f"up waiting after {PATIENCE * 1000:.0f} ms and sent it again.")  # fmt: skip
+        return "\n".join(["", *lines, legend, "", "; ".join(verdicts) + "."]) + "\n"
 
     def table(self, stock: int, rows: list[Any]) -> str:
         head = ("endpoint", "stock", "left", "orders", "oversold", "busy", "busy+left",
