@@ -10,11 +10,13 @@ __all__ = [
     "AsyncLock",
     "AsyncMultiLock",
     "AsyncRateLimit",
+    "AsyncReadWriteLock",
     "AsyncSemaphore",
     "AsyncStock",
     "Lock",
     "MultiLock",
     "RateLimit",
+    "ReadWriteLock",
     "Redlock",
     "RetryLater",
     "Semaphore",
@@ -30,8 +32,10 @@ if TYPE_CHECKING:
     from .exceptions import RetryLater
     from .locks.async_lock import AsyncLock
     from .locks.async_multi_lock import AsyncMultiLock
+    from .locks.async_read_write import AsyncReadWriteLock
     from .locks.lock import Lock
     from .locks.multi_lock import MultiLock
+    from .locks.read_write import ReadWriteLock
     from .locks.redlock import Redlock
     from .queue.queue import get_queue
     from .ratelimit import AsyncRateLimit, RateLimit
@@ -56,6 +60,8 @@ _LAZY = {
     "Lock": ".locks.lock",
     "MultiLock": ".locks.multi_lock",
     "AsyncMultiLock": ".locks.async_multi_lock",
+    "ReadWriteLock": ".locks.read_write",
+    "AsyncReadWriteLock": ".locks.async_read_write",
     "Redlock": ".locks.redlock",
     "RetryLater": ".exceptions",
     "get_queue": ".queue.queue",

@@ -13,18 +13,24 @@ from django_redislock import (
     AsyncLock,
     AsyncMultiLock,
     AsyncRateLimit,
+    AsyncReadWriteLock,
     AsyncSemaphore,
     AsyncStock,
     Lock,
     MultiLock,
     RateLimit,
+    ReadWriteLock,
     Semaphore,
     Stock,
 )
+from django_redislock.locks.async_read_write import AsyncReadWriteSide
+from django_redislock.locks.read_write import ReadWriteSide
 
 TWINS = [
     (Lock, AsyncLock),
     (MultiLock, AsyncMultiLock),
+    (ReadWriteLock, AsyncReadWriteLock),
+    (ReadWriteSide, AsyncReadWriteSide),
     (Semaphore, AsyncSemaphore),
     (Stock, AsyncStock),
     (RateLimit, AsyncRateLimit),

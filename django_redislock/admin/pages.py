@@ -85,8 +85,9 @@ class Pages(Rendering):
             rows = []
             for lock in locks:
                 shown = shown_name(lock.name, validate_name)
-                # A planted name is no lock this app can release (the action would refuse it)
-                release = can_release and shown.valid
+                # A planted name is no lock this app can release (the action would refuse it);
+                # a read-write lock is shown, not released from here
+                release = can_release and shown.valid and not lock.read_write
                 url = self._confirm(request, "release", name=lock.name) if release else ""
                 rows.append((lock, shown, url))
             return {"locks": rows, "pager": pager}

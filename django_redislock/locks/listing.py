@@ -30,6 +30,7 @@ from .keys import (
     text,
 )
 from .name_search import DEEP_OFFSET, by_name
+from .read_write_keys import name_of_member, read_write_keys
 from .scripts import SWEEP
 
 # Entries one SWEEP call handles at most, and calls per listing: a bigger backlog (a crowd
@@ -40,6 +41,10 @@ SWEEP_CALLS = 20
 
 @dataclass(frozen=True)
 class LockInfo:
+    """A held lock. For a read-write lock (``readers`` is not None), owner, acquired time
+    and fence are its writer's; with readers only, ``pid`` is 0, ``host`` empty and ``ttl``
+    the latest reader's."""
+
     name: str
     host: str
     pid: int
@@ -47,10 +52,20 @@ class LockInfo:
     ttl: float
     fence: int | None
     waiters: int
+    readers: int | None = None  # a read-write lock's live readers; None for a plain lock
 
     @property
     def held_for(self) -> float:
         return max(0.0, time.time() - self.acquired_at.timestamp())
+
+    @property
+    def read_write(self) -> bool:
+        return self.readers is not None
+
+    @property
+    def writer(self) -> bool:
+        """Whether a writer holds this read-write lock (False for a plain lock)."""
+        return self.read_write and bool(self.host)
 
 
 class LockPage(NamedTuple):
@@ -180,36 +195,84 @@ def _seek(client: Any, bases: list[str], now: int, offset: int) -> tuple[int, in
 
 def _describe(client: Any, page: list[Entry], live_from: int | None = None) -> list[LockInfo]:
     """The locks of ``page`` still held; with ``live_from`` (ms: the page came from the name
-    index), only those whose expiry entry is not older."""
-    per = 3 if live_from is None else 4
+    index), only those whose expiry entry is not older. A read-write lock's entry (see
+    ``read_write_keys``) reads its writer, readers and waiters."""
+    now = int(time.time() * 1000)
     pipe = client.pipeline(transaction=False)
-    for _, name, base in page:
-        keys = lock_keys(base, name)
-        pipe.get(keys.lock)
-        pipe.pttl(keys.lock)
-        pipe.zcard(keys.waiters)
+    counts = []
+    for _, member, base in page:
+        rw_name = name_of_member(member)
+        if rw_name is None:
+            keys = lock_keys(base, member)
+            pipe.get(keys.lock)
+            pipe.pttl(keys.lock)
+            pipe.zcard(keys.waiters)
+            expiries = keys.expiries
+        else:
+            layout = read_write_keys(base, rw_name)
+            pipe.get(layout.writer)
+            pipe.pttl(layout.writer)
+            pipe.zcard(layout.waiters)
+            pipe.zcount(layout.readers, f"({now}", "+inf")
+            pipe.zrange(layout.readers, -1, -1, withscores=True)
+            expiries = layout.expiries
         if live_from is not None:
-            pipe.zscore(keys.expiries, name)
+            pipe.zscore(expiries, member)
+        counts.append(3 + (rw_name is not None) * 2 + (live_from is not None))
     replies = pipe.execute(raise_on_error=False)
     infos = []
-    unreadable = LockValue("", 0, 0, 0, "(unreadable lock value)")
-    for i, (_, name, _base) in enumerate(page):
-        value, pttl, queued, *expiry = [
-            None if isinstance(r, Exception) else r for r in replies[per * i : per * i + per]
-        ]  # a key of the wrong type reads as missing; its TTL ends it
-        if value is None or (expiry and (expiry[0] is None or expiry[0] < live_from)):
+    at = 0
+    for (_, member, _base), count in zip(page, counts, strict=True):
+        found = [None if isinstance(r, Exception) else r for r in replies[at : at + count]]
+        at += count
+        # (a key of the wrong type reads as missing; its TTL ends it)
+        if live_from is not None and (found[-1] is None or found[-1] < live_from):
             continue  # ended since it was indexed
-        # A value that is not a lock value of ours is shown, not fatal to the page.
-        held = parse_value(value) or unreadable
-        infos.append(
-            LockInfo(
-                name=name,
-                host=held.host,
-                pid=held.pid,
-                acquired_at=datetime.fromtimestamp(held.acquired_ms / 1000, tz=timezone.utc),
-                ttl=max(pttl or 0, 0) / 1000,
-                fence=held.fence or None,
-                waiters=int(queued or 0),
-            )
-        )
+        rw_name = name_of_member(member)
+        info = _lock(member, found) if rw_name is None else _read_write(rw_name, found, now)
+        if info is not None:
+            infos.append(info)
     return infos
+
+
+_UNREADABLE = LockValue("", 0, 0, 0, "(unreadable lock value)")
+
+
+def _lock(name: str, found: list[Any]) -> LockInfo | None:
+    value, pttl, queued = found[:3]
+    if value is None:
+        return None  # ended since it was indexed
+    # A value that is not a lock value of ours is shown, not fatal to the page.
+    held = parse_value(value) or _UNREADABLE
+    return LockInfo(
+        name=name,
+        host=held.host,
+        pid=held.pid,
+        acquired_at=datetime.fromtimestamp(held.acquired_ms / 1000, tz=timezone.utc),
+        ttl=max(pttl or 0, 0) / 1000,
+        fence=held.fence or None,
+        waiters=int(queued or 0),
+    )
+
+
+def _read_write(name: str, found: list[Any], now: int) -> LockInfo | None:
+    value, pttl, queued, readers, latest = found[:5]
+    readers = int(readers or 0)
+    if value is None and not readers:
+        return None  # ended since it was indexed
+    if value is not None:
+        held = parse_value(value) or _UNREADABLE
+        ttl = max(pttl or 0, 0) / 1000
+    else:  # readers only: no owner, and the latest reader's TTL
+        held = LockValue("", now, 0, 0, "")
+        ttl = max((float(latest[0][1]) if latest else now) - now, 0) / 1000
+    return LockInfo(
+        name=name,
+        host=held.host,
+        pid=held.pid,
+        acquired_at=datetime.fromtimestamp(held.acquired_ms / 1000, tz=timezone.utc),
+        ttl=ttl,
+        fence=held.fence or None,
+        waiters=int(queued or 0),
+        readers=readers,
+    )

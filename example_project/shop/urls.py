@@ -4,6 +4,8 @@ from . import views
 
 urlpatterns = [
     path("products/", views.products),
+    path("catalog/", views.catalog),
+    path("catalog/rebuild/", views.rebuild),
     path("products/<int:product_id>/buy/", views.buy),
     path("products/<int:product_id>/buy-unguarded/", views.buy_unguarded),
     path("products/<int:product_id>/buy-reserved/", views.buy_reserved),

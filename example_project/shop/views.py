@@ -21,6 +21,7 @@ from django_redislock.exceptions import JobNotFound, LockTimeout, ReservationExp
 from django_redislock.fencing import fenced_update
 from django_redislock.workflows import Workflow
 
+from .catalog import read_catalog, rebuild_catalog
 from .models import Order, PointsAccount, Product, Redemption
 from .tasks import close, close_job_id, schedule_close, start_checkout, unpaid_seconds
 
@@ -37,6 +38,18 @@ CHARGE_SECONDS = 0.05
 @ensure_csrf_cookie
 def products(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"products": list(Product.objects.values("id", "name", "stock"))})
+
+
+def catalog(request: HttpRequest) -> JsonResponse:
+    """The cached catalog (``shop.catalog``): read by any number of requests at once."""
+    return JsonResponse({"products": read_catalog()})
+
+
+@require_POST
+@staff_member_required
+def rebuild(request: HttpRequest) -> JsonResponse:
+    """Rebuild the cached catalog, alone (the write side of its ``ReadWriteLock``)."""
+    return JsonResponse({"products": len(rebuild_catalog())})
 
 
 def sell_one(product_id: int, fence: int | None = None) -> JsonResponse:
