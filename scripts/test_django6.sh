@@ -66,6 +66,7 @@ left_out=(tests/locks/test_deadlines.py tests/locks/test_renewer.py
   tests/ratelimit/test_processes.py tests/ratelimit/test_limiter.py
   tests/stock/test_processes.py tests/queue/test_worker_chaos.py
   tests/queue/test_worker_processes.py tests/redis/test_sentinel_failover.py
+  tests/locks/test_multi_lock_processes.py tests/locks/test_read_write_processes.py
   tests/test_packaging.py)
 ignore=()
 if [ "${REDISLOCK_FULL_DJANGO6:-}" != 1 ]; then
