@@ -83,19 +83,24 @@ class Renewer:
         self._due: dict[int, float] = {}
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        # When the thread, asleep, wakes by itself: a hold due earlier must wake it. (Waking
+        # it for every hold would cost a thread switch per short-lived hold: a claim per
+        # request, say.)
+        self._wakes_at = float("inf")
 
     def add(self, lock: Renewable, hold: RenewedHold, owner: Any) -> None:
         """Keep ``hold`` alive while ``owner`` (a Thread, or an asyncio Task) is alive and,
         unless ``lock`` is reentrant, ``lock`` exists."""
         with self._cond:
             self._entries[id(hold)] = _Entry(lock, hold, owner)
-            self._due[id(hold)] = time.monotonic() + lock.lock_ttl / 3
+            due = self._due[id(hold)] = time.monotonic() + lock.lock_ttl / 3
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="django-redislock-renewer", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            if due < self._wakes_at:
+                self._cond.notify()
 
     def discard(self, hold: RenewedHold) -> None:
         with self._cond:
@@ -112,16 +117,19 @@ class Renewer:
         say, do not start a thread each)."""
         with self._cond:
             while True:
+                now = time.monotonic()
                 if not self._due:
+                    self._wakes_at = now + self.LINGER
                     self._cond.wait(self.LINGER)
                     if not self._due:
                         self._thread = None
+                        self._wakes_at = float("inf")
                         return False
                     continue
-                wait = min(self._due.values()) - time.monotonic()
-                if wait <= 0:
+                self._wakes_at = min(self._due.values())
+                if self._wakes_at <= now:
                     return True
-                self._cond.wait(wait)
+                self._cond.wait(self._wakes_at - now)
 
     def _round(self) -> None:
         # A method of its own so that no local outlives the round: a Lock object must not be
