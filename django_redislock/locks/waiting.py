@@ -19,7 +19,7 @@ from collections.abc import Callable
 from threading import get_ident
 from typing import Any
 
-from ..redis.aio import get_async_redis
+from ..redis.aio import cancel_requests, get_async_redis
 from ..redis.aio import wait_for_push as aio_wait_for_push
 from ..redis.clients import get_redis, wait_for_push
 from . import crowd
@@ -31,21 +31,6 @@ from .options import AsyncContext
 def current_task() -> Any:
     """Who an asyncio hold belongs to: the running task (or, outside one, the thread)."""
     return asyncio.current_task() or get_ident()
-
-
-def _cancelling() -> int:
-    """How many cancellations of the current task are pending (Python 3.11+; else 0)."""
-    task = asyncio.current_task()
-    count = getattr(task, "cancelling", None)
-    return int(count()) if count is not None else 0
-
-
-def _cancelled_since(before: int) -> None:
-    """Raise the CancelledError that a cancel() during the last await should have raised:
-    redis-py's asyncio client can swallow it mid-command, and the waiter would then wait on
-    until its timeout."""
-    if _cancelling() > before:
-        raise asyncio.CancelledError
 
 
 def addressed_to(mine: bytes) -> Callable[[Any], bool]:
@@ -228,25 +213,25 @@ class AsyncWaiting(LockBase, AsyncContext):
             passing = ""
             block = self._block_for(deadline, pttl, scale)
             if block:
-                asked = _cancelling()
+                asked = cancel_requests()
                 popped = await aio_wait_for_push(client, self.renew_client, wake, block, accepts)
                 if popped is not None:
                     fence = fence_for(mine, popped[1])
                     if fence is None:
                         passing = text(popped[1])  # another waiter's: passed on at once
-                    elif time.monotonic() <= deadline and _cancelling() <= asked:
+                    elif time.monotonic() <= deadline and cancel_requests() <= asked:
                         return fence
-                if _cancelling() > asked:
-                    # Cancelled as it popped: what it popped goes on with the clean-up.
+                if cancel_requests() > asked:
+                    # Cancelled as it popped (the cancel dropped on the way, see
+                    # ``raise_if_cancelled_since``): what it popped goes on with the clean-up.
                     await asyncio.shield(self._leave(client, token, passing))
                     raise asyncio.CancelledError
             if time.monotonic() >= deadline:
                 await self._leave(client, token, passing)
                 return None
-            asked = _cancelling()
             scale = crowd.scale()
+            # run_script raises a cancel dropped on the way, as every asyncio command does.
             reply = await self._recheck_async(client, token, passing, scale)
-            _cancelled_since(asked)
             if type(reply) is int:
                 return reply
             pttl = reply[0]

@@ -163,23 +163,46 @@ async def run_script(
             missing.__traceback__ = None  # see connection.run_script
             return await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
 
+    before = cancel_requests()
     try:
         await _discovered(client)
-        return await async_with_connection(client, run)
+        reply = await async_with_connection(client, run)
     except (*UNAVAILABLE, OSError, ReadOnlyError) as exc:
         raise _unavailable(exc) from exc
+    raise_if_cancelled_since(before)
+    return reply
 
 
 async def call(client: Any, *args: Any) -> Any:
     """One plain Redis command, with connection failures raised as RedisUnavailable.
-    A one-key ``BLPOP`` answers within its timeout to the millisecond (see ``blocking``)."""
+    A one-key ``BLPOP`` answers within its timeout to the millisecond (see ``blocking``);
+    its caller checks for a dropped cancellation itself (see ``wait_for_push``)."""
+    before = cancel_requests()
     try:
         await _discovered(client)
         if args[0] == "BLPOP" and len(args) == 3:
             return await async_with_connection(client, lambda: _blpop(client, args[1], args[2]))
-        return await async_with_connection(client, lambda: client.execute_command(*args))
+        reply = await async_with_connection(client, lambda: client.execute_command(*args))
     except (*UNAVAILABLE, OSError, ReadOnlyError) as exc:
         raise _unavailable(exc) from exc
+    raise_if_cancelled_since(before)
+    return reply
+
+
+def cancel_requests() -> int:
+    """How many cancellations of the running task are pending (Python 3.11+; else 0)."""
+    count = getattr(asyncio.current_task(), "cancelling", None)
+    return int(count()) if count is not None else 0
+
+
+def raise_if_cancelled_since(before: int) -> None:
+    """Raise the CancelledError that a ``cancel()`` of this task since ``cancel_requests()``
+    answered ``before`` should have raised. On Python 3.11 redis-py sends each command
+    through ``asyncio.wait_for``, which returns normally, dropping the cancellation, when it
+    comes as the send completes (3.12 fixed that): the task would run on as if never
+    cancelled, a lock waiter until the holder's TTL ran out."""
+    if cancel_requests() > before:
+        raise asyncio.CancelledError
 
 
 async def wait_for_push(
@@ -191,7 +214,24 @@ async def wait_for_push(
 ) -> Any:
     """``clients.wait_for_push`` for an asyncio waiter: while the event loop's pool has
     connections to spare, a ``BLPOP`` on one of them; otherwise through the process's wake-up
-    listener (``sync_client``: the sync client of the same Redis), holding none meanwhile."""
+    listener (``sync_client``: the sync client of the same Redis), holding none meanwhile.
+    A cancellation dropped meanwhile (see ``raise_if_cancelled_since``) is raised when nothing
+    was popped; along with a value, the caller must check ``cancel_requests()`` itself, since
+    the value is to be passed on."""
+    before = cancel_requests()
+    popped = await _pop_or_wait(client, sync_client, key, timeout, accepts)
+    if popped is None:
+        raise_if_cancelled_since(before)
+    return popped
+
+
+async def _pop_or_wait(
+    client: Any,
+    sync_client: Any,
+    key: str,
+    timeout: float,
+    accepts: Callable[[Any], bool] | None,
+) -> Any:
     if async_gate_free(client) > pool_size(client) // 2:
         claimed = direct_waits.claim(client, key)
         if claimed is not None:

@@ -4,6 +4,7 @@ while the view runs, and ended once: the record then holds the response, or is f
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from secrets import token_hex
@@ -93,8 +94,13 @@ class Claim:
                     return record
                 block = min(remaining, RECHECK)
                 wake = self.keys.wake
+                asked = aio.cancel_requests()
                 popped = await aio.wait_for_push(client, self.renew_client, wake, block)
                 passing = self._passing(record, popped)
+                if aio.cancel_requests() > asked:  # a cancel redis-py dropped as it popped
+                    if passing:
+                        await asyncio.shield(aio.call(client, "LPUSH", wake, passing))
+                    raise asyncio.CancelledError
             if not replace:
                 return record
         return self._still_corrupt()

@@ -282,6 +282,30 @@ def test_really_cancelled_waiter_is_skipped(backend):
     run(main())
 
 
+def test_a_cancel_at_any_step_of_a_queued_acquire_is_never_lost(backend):
+    # The cancel lands after 0, 1, 2... turns of the event loop, so one of them comes as
+    # redis-py finishes sending a command: Python 3.11's asyncio.wait_for, which redis-py
+    # sends through, then returns normally and drops the cancellation. The waiter must still
+    # stop at once, not wait on until the holder's TTL (30 s) runs out.
+    async def main() -> None:
+        holder = AsyncLock("c6", ttl=30)
+        await holder.acquire()
+        for turns in range(40):
+            waiter = asyncio.create_task(AsyncLock("c6", ttl=30).acquire(math.inf))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            waiter.cancel()
+            done, _ = await asyncio.wait([waiter], timeout=BEFORE_ANY_RECHECK)
+            assert done, f"a cancel after {turns} turns was lost"
+            assert waiter.cancelled(), f"cancelled after {turns} turns, it returned"
+            assert queued(backend, "c6") == 0
+        assert await holder.owned()
+        await holder.release()
+
+    run(main())
+    assert not Lock("c6").locked()
+
+
 def test_cancelled_release_still_releases(backend):
     async def main() -> None:
         lock = AsyncLock("c4", ttl=30)

@@ -166,6 +166,30 @@ def test_a_cancelled_acquire_leaves_nothing_held_or_queued(backend):
     assert queued(backend, "cx:b") == 0
 
 
+def test_a_cancel_at_any_step_of_the_acquire_is_never_lost(backend):
+    # As the AsyncLock test of the same name: after 0, 1, 2... turns of the event loop the
+    # cancel meets each command in turn (the at-once try, "cx:a", the queued "cx:b") as
+    # redis-py finishes sending it, when Python 3.11's wait_for would drop it.
+    async def main() -> None:
+        holder = AsyncLock("cx:b", ttl=30)
+        await holder.acquire()
+        for turns in range(60):
+            multi = AsyncMultiLock(["cx:a", "cx:b"], ttl=30)
+            waiter = asyncio.create_task(multi.acquire(math.inf))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            waiter.cancel()
+            done, _ = await asyncio.wait([waiter], timeout=BEFORE_ANY_RECHECK)
+            assert done, f"a cancel after {turns} turns was lost"
+            assert waiter.cancelled(), f"cancelled after {turns} turns, it returned"
+            assert queued(backend, "cx:b") == 0
+            assert not Lock("cx:a").locked()
+        await holder.release()
+
+    run(main())
+    assert held("cx:a", "cx:b") == [False, False]
+
+
 def test_names_on_several_shards(backend):
     names = on_several_shards("sh:", 3)
 
