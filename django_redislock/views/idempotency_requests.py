@@ -21,7 +21,8 @@ _KEY = re.compile(r"[\x20-\x7e]{1,255}")
 def idempotency_key(request: HttpRequest, header: str, required: bool) -> str | None:
     """The request's key, or None when it sent none and none is ``required``. KeyRefused
     (400) when the key is missing but required, or malformed (an empty value included)."""
-    value = request.headers.get(header)
+    # (META straight away: ``request.headers`` would copy every header first.)
+    value = request.META.get("HTTP_" + header.upper().replace("-", "_"))
     if value is None:
         if required:
             raise KeyRefused(
