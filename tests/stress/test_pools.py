@@ -11,34 +11,13 @@ import threading
 import time
 from typing import Any
 
-import pytest
 from django.http import HttpRequest, JsonResponse
 from django.test import RequestFactory
 
 from django_redislock import Semaphore, redis_locked, redis_rate_limited
-from django_redislock.redis.aio import reset_async_connections
-from django_redislock.redis.clients import reset_connections
 
 REQUESTS = 1000
 THREADS = 500
-
-
-@pytest.fixture(params=["redis", "cluster"])
-def healthy(request: pytest.FixtureRequest, settings: Any) -> Any:
-    """A real Redis (standalone or Cluster) behind redis-py's default pool size."""
-    if request.param == "redis":
-        server = request.getfixturevalue("redis_server")
-        settings.REDISLOCK = {"URL": server.url}
-        client = server.client()
-        client.flushall()
-    else:
-        cluster = request.getfixturevalue("redis_cluster")
-        settings.REDISLOCK = {"URL": cluster.url, "CLUSTER": True}
-    reset_connections()
-    reset_async_connections()
-    yield request.param
-    reset_connections()
-    reset_async_connections()
 
 
 def statuses(view: Any, paths: list[str], **kwargs: Any) -> collections.Counter[int]:
