@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from django_redislock import Lock
+from django_redislock import Lock, ReadWriteLock
 from tests.support.fixtures import configure_backend
 
 
@@ -57,6 +57,19 @@ def test_locks_by_prefix_as_json_and_paged(locks: list[Lock]) -> None:
     assert run("redislock_locks", "--prefix", "zzz").strip() == (
         "No locks whose name starts with 'zzz' held."
     )
+
+
+def test_locks_shows_a_read_write_locks_readers_or_writer(locks: list[Lock]) -> None:
+    rw = ReadWriteLock("catalog", ttl=30)
+    with rw.read():
+        line = next(x for x in run("redislock_locks").splitlines() if x.startswith("catalog"))
+        assert line.split()[1:3] == ["1", "reader(s)"]
+        found = json.loads(run("redislock_locks", "--prefix", "catalog", "--json"))
+        assert found["locks"][0]["readers"] == 1
+    with rw.write():
+        line = next(x for x in run("redislock_locks").splitlines() if x.startswith("catalog"))
+        assert line.split()[1:5] == ["writer", socket.gethostname(), "pid", str(os.getpid())]
+    assert json.loads(run("redislock_locks", "--json"))["locks"][0]["readers"] is None
 
 
 @pytest.mark.parametrize("args", [("--limit", "0"), ("--offset", "-1"), ("--limit", "10001")])

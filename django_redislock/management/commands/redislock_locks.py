@@ -52,6 +52,8 @@ class Command(BaseCommand):
         )
         for lock in page.locks:
             owner = f"{lock.host} pid {lock.pid}"
+            if lock.read_write:  # its writer, or how many read it
+                owner = f"writer {owner}" if lock.writer else f"{lock.readers} reader(s)"
             self.stdout.write(
                 f"{lock.name:<{width}}  {owner:<24} {seconds(lock.held_for):>9} "
                 f"{seconds(lock.ttl):>9} {lock.fence or '-':>16} {lock.waiters:>7}"
@@ -71,4 +73,5 @@ def _as_json(lock: LockInfo) -> dict[str, Any]:
         "ttl": lock.ttl,
         "fence": lock.fence,
         "waiters": lock.waiters,
+        "readers": lock.readers,  # a read-write lock's; null for a plain lock
     }
