@@ -18,7 +18,7 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -259,3 +259,20 @@ class RedeemAPIView(APIView):
     def delete(self, request: Any) -> Response:
         _ran(request, "RedeemAPIView")
         return Response({"detail": "no such order"}, status=404)
+
+
+class ReadsTheBody(BasePermission):
+    """A permission that reads ``request.data`` before the view (the stream is then spent)."""
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return "amount" in request.data
+
+
+class SpentStreamAPIView(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes = [ReadsTheBody]
+
+    @method_decorator(redis_idempotent(anonymous="shared"))
+    def post(self, request: Any) -> Response:
+        _ran(request, "SpentStreamAPIView")
+        return Response({"order": uuid.uuid4().hex, "got": request.data}, status=201)

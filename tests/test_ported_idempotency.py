@@ -141,6 +141,16 @@ def test_a_drf_view_is_scoped_by_its_authenticated_user(client: Client) -> None:
     assert send(client, "POST", "/idem/drf-redeem/").status_code == 403
 
 
+def test_a_drf_view_whose_permission_read_the_body_first(client: Client) -> None:
+    """A permission read ``request.data`` before the decorated method ran."""
+    first = send(client, "POST", "/idem/drf-spent/")
+    again = send(client, "POST", "/idem/drf-spent/")
+    assert first.status_code == 201
+    assert again.content == first.content
+    assert send(client, "POST", "/idem/drf-spent/", body={"amount": 11}).status_code == 422
+    assert runs("SpentStreamAPIView") == 1
+
+
 def test_a_drf_404_answer_is_kept(client: Client) -> None:
     User.objects.create_user("ann")
     first = send(client, "DELETE", "/idem/drf-redeem/", HTTP_X_USER="ann")
@@ -180,3 +190,17 @@ def test_a_loser_of_the_race_with_another_body_is_told_422_not_run(client: Clien
     response = send(client, "POST", "/idem/pay/", HTTP_ACCEPT="application/json")
     assert response.status_code == 422
     assert runs("pay") == 0
+
+
+def test_a_body_read_as_a_stream_before_the_decorator_never_fails_the_request(
+    caplog: Any,
+) -> None:
+    from django.test import RequestFactory
+
+    from django_redislock.views.idempotency_requests import fingerprint
+
+    request = RequestFactory().post("/pay/", b'{"a": 1}', content_type="application/json")
+    request.read()  # a middleware that read the stream itself
+    with caplog.at_level("WARNING", logger="django_redislock.idempotent"):
+        assert len(fingerprint(request)) == 64
+    assert "leaves the body out" in caplog.text

@@ -47,5 +47,6 @@ urlpatterns = [
     path("idem/short-lived/", idempotent_views.short_lived),
     path("idem/missing/", idempotent_views.missing),
     path("idem/drf-redeem/", idempotent_views.RedeemAPIView.as_view()),
+    path("idem/drf-spent/", idempotent_views.SpentStreamAPIView.as_view()),
     path("", include("shop.urls")),
 ]

@@ -4,14 +4,19 @@ is (the scope), and its fingerprint (method, path and body), which a repeat must
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
+from django.http.request import RawPostDataException
 
 from .keys import KeyRefused, client_network, refuse_anonymous
+
+logger = logging.getLogger("django_redislock.idempotent")
 
 # A key is 1-255 printable ASCII characters (the IETF draft's and Stripe's bound); anything
 # else (empty, longer, control characters, non-ASCII) is refused before Redis is touched.
@@ -22,7 +27,7 @@ def idempotency_key(request: HttpRequest, header: str, required: bool) -> str | 
     """The request's key, or None when it sent none and none is ``required``. KeyRefused
     (400) when the key is missing but required, or malformed (an empty value included)."""
     # (META straight away: ``request.headers`` would copy every header first.)
-    value = request.META.get("HTTP_" + header.upper().replace("-", "_"))
+    value: str | None = request.META.get("HTTP_" + header.upper().replace("-", "_"))
     if value is None:
         if required:
             raise KeyRefused(
@@ -80,10 +85,26 @@ def fingerprint(request: HttpRequest) -> str:
         files = [(n, f.name, f.size) for n, many in request.FILES.lists() for f in many]
         digest.update(repr(sorted(files)).encode())
     elif small:
-        digest.update(request.body)
+        digest.update(_body(request))
     else:
         digest.update(f"unread:{length}:{kind}".encode())
     return digest.hexdigest()
+
+
+def _body(request: Any) -> bytes:
+    """The raw body; once read as a stream (a DRF view whose authentication or permissions
+    read ``request.data`` first), what was parsed from it."""
+    try:
+        return bytes(request.body)
+    except RawPostDataException:
+        data = getattr(request, "data", None)
+        if data is None:
+            logger.warning(
+                "@redis_idempotent on %s: the request's body was read as a stream before the "
+                "decorator, so its fingerprint leaves the body out.",
+                request.path,
+            )
+        return json.dumps(data, sort_keys=True, default=str).encode()
 
 
 def _content_length(request: Any) -> int:
