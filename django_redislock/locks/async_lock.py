@@ -95,10 +95,7 @@ class AsyncLock(AsyncWaiting):
             raise self._not_owned("extend")
         client = self.client
         args = (hold.token, ttl_ms, self.name, now_ms())
-        if not await run_script(client, EXTEND, self._keys.extending, args):
-            if not hold.lost:
-                self.lost(hold, "extend")
-            raise self._not_owned("extend")
+        self._extended(hold, await run_script(client, EXTEND, self._keys.extending, args))
 
     async def locked(self) -> bool:
         """Whether anybody holds the lock."""

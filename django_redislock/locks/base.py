@@ -252,6 +252,14 @@ class LockBase(LockCore):
         self._forget(owner)
         return hold
 
+    def _extended(self, hold: Hold, reply: Any) -> None:
+        """After an extend script: LockNotOwned (the loss reported once) unless it
+        extended ``hold``."""
+        if not reply:
+            if not hold.lost:
+                self.lost(hold, "extend")
+            raise self._not_owned("extend")
+
     def _end_release(self, hold: Hold, reply: Any) -> None:
         if not reply:
             if not hold.lost:

@@ -90,11 +90,7 @@ class Lock(SyncWaiting, SyncContext):
         if hold is None:
             raise self._not_owned("extend")
         args = (hold.token, ttl_ms, self.name, now_ms())
-        reply = run_script(self.client, EXTEND, self.keys.extending, args)
-        if not reply:
-            if not hold.lost:
-                self.lost(hold, "extend")
-            raise self._not_owned("extend")
+        self._extended(hold, run_script(self.client, EXTEND, self.keys.extending, args))
 
     def locked(self) -> bool:
         """Whether anybody holds the lock."""

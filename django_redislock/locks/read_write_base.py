@@ -145,12 +145,6 @@ class SideBase(LockBase):
     def _extend_args(self, hold: Hold, ttl: float | None) -> tuple[Any, ...]:
         return hold.token, self._ttl_ms_of(ttl), self.member
 
-    def _extended(self, hold: Hold, reply: Any) -> None:
-        if not reply:
-            if not hold.lost:
-                self.lost(hold, "extend")
-            raise self._not_owned("extend")
-
     def renewal(self, hold: Hold, now: int) -> tuple[Any, ...]:
         keys = self.layout.extending
         return ("EVAL", EXTEND.source, len(keys), *keys, *self._extend_args(hold, None))
