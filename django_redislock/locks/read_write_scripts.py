@@ -23,77 +23,7 @@ from __future__ import annotations
 
 from ..redis.scripts import lua_script
 from .lua import CLOCK
-from .read_write_lua import HOLDERS
-
-# The usual case of an acquire, before the shared functions are defined (a script defines
-# them anew at each call): a newcomer while nobody waits, no writer holds and (for a writer)
-# no reader's key is left, taken in a few calls. Anything else goes on to the full script.
-_FAST_ACQUIRE = """
-local k = KEYS
-local tok, owner, ttl, member = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local reader = string.sub(tok, 1, 1) == 'r'
-local out = {-1, 0, 0}
-if ARGV[8] ~= '1' and (ARGV[9] or '') == '' then
-  local busy
-  if reader then
-    busy = redis.call('EXISTS', k[1], k[3], k[4], k[5], k[6])
-  else
-    busy = redis.call('EXISTS', k[1], k[2], k[3], k[4], k[5], k[6])
-  end
-  if busy == 0 then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    local ms = tonumber(ttl)
-    local taken, f = true, 0
-    if reader then
-      -- (a readers key of another type fails here: the full script sets it aside)
-      taken = pcall(redis.call, 'ZADD', k[2], now + ms, tok .. '0|' .. owner)
-      if taken and redis.call('PTTL', k[2]) < ms then redis.call('PEXPIRE', k[2], ms) end
-    else
-      local text = '0'
-      if ARGV[6] == '1' then text, f = next_fence(k[7]) end
-      redis.call('SET', k[1], tok .. now .. '|' .. text .. '|' .. owner, 'PX', ms)
-    end
-    if taken then
-      redis.call('ZADD', k[8], 'GT', now + ms, member)
-      redis.call('ZADD', k[9], 0, member)
-      out[1] = f
-      return out
-    end
-  end
-end
-"""
-
-# The usual case of a release, before the shared functions are defined: the holder's own
-# hold freed, and the index entry too when it was the last and nobody waits. Anything else
-# (waiters to let in, a force release) goes on to the full script.
-_FAST_RELEASE = """
-local k, holder, member = KEYS, ARGV[1], ARGV[2]
-local kind = string.sub(holder, 1, 1)
-local now
-if kind == 'r' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  -- (lapsed readers go first: a lapsed hold is never freed by its holder)
-  if not pcall(redis.call, 'ZREMRANGEBYSCORE', k[2], '-inf', now) then return 0 end
-  if redis.call('ZREM', k[2], holder) == 0 then return 0 end
-  if redis.call('ZCARD', k[2]) > 0 then return 1 end  -- readers left: nobody else may go in
-  if redis.call('EXISTS', k[3]) == 0 then  -- (no writer holds while a reader did)
-    redis.call('ZREM', k[8], member)
-    redis.call('ZREM', k[9], member)
-    return 1
-  end
-elseif kind == 'w' then
-  local ok, current = pcall(redis.call, 'GET', k[1])
-  if not ok or not current or string.sub(current, 1, #holder) ~= holder then return 0 end
-  redis.call('DEL', k[1])
-  if redis.call('EXISTS', k[2], k[3]) == 0 then
-    redis.call('ZREM', k[8], member)
-    redis.call('ZREM', k[9], member)
-    return 1
-  end
-end
-"""
+from .read_write_lua import FAST_ACQUIRE, FAST_RELEASE, HOLDERS
 
 # KEYS[1..9] as ``ReadWriteKeys`` lists them; KEYS[10] where a writer key of another type is
 # set aside, KEYS[11] where a readers key of another type is
@@ -109,7 +39,7 @@ end
 ACQUIRE = lua_script(
     "read_write_acquire",
     CLOCK
-    + _FAST_ACQUIRE
+    + FAST_ACQUIRE
     + HOLDERS
     + """
 local fair, fencing = ARGV[5] == '1', ARGV[6]
@@ -204,7 +134,7 @@ return out
 RELEASE = lua_script(
     "read_write_release",
     CLOCK
-    + _FAST_RELEASE
+    + FAST_RELEASE
     + HOLDERS
     + """
 now = now or clock_ms()

@@ -25,7 +25,7 @@ from ..exceptions import RedisUnavailable
 from ..redis.failures import UNAVAILABLE
 from ..redis.scripts import LuaScript
 from .arguments import Made, checked_job_id, new_id
-from .depend_lua import GATE_REF
+from .depend_batches import chunks, gate_values, in_queue
 from .depend_scripts import DEPEND
 from .dependency_args import (
     MAX_DEPENDENCIES,
@@ -37,7 +37,6 @@ from .dependency_args import (
 from .eager import eager_job, run_unless_failed
 from .jobs import Field, Job, JobState, enqueued_job, number, text
 from .keys import QueueKeys
-from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit
 from .outbox import deliver_now, ref_from, split_ref
 
@@ -182,7 +181,7 @@ class Depending:
                     ref
                     for job in chunk
                     for ref in job.refs
-                    if _in_queue(ref) and ref not in in_chunk
+                    if in_queue(ref) and ref not in in_chunk
                 )
             )
             keys = self.keys.jobs([job.made.id for job in chunk])
@@ -258,43 +257,6 @@ class Depending:
             return run_all()
         transaction.on_commit(run_all, using=alias)
         return [eager_job(self.name, job.made) for job in ordered]
-
-
-def gate_values(queue: Any, gate_id: str, given: Sequence[str]) -> tuple[list[str], list[Any]]:
-    """The keys and arguments that open a workflow's gate (``open_gate``, in DEPEND or OPEN):
-    its own, and those of its dependants in ``queue`` given (the first 1,000)."""
-    given = list(given[:MAX_BATCH])
-    keys = [queue.keys.job(gate_id), queue.keys.result(gate_id)]
-    keys += [queue.keys.job(job_id) for job_id in given]
-    return keys, [gate_id, round(queue.result_ttl * 1000), *given]
-
-
-def chunks(ordered: Sequence[Dependent]) -> list[list[Dependent]]:
-    """Batches of at most MAX_BATCH jobs and MAX_BATCH outside dependencies, in order (one
-    DEPEND each)."""
-    return list(_chunks(ordered))
-
-
-def _chunks(ordered: Sequence[Dependent]) -> Iterable[list[Dependent]]:
-    chunk: list[Dependent] = []
-    ids: set[str] = set()
-    outside: set[str] = set()
-    for job in ordered:
-        theirs = {ref for ref in job.refs if _in_queue(ref) and ref not in ids}
-        if chunk and (len(chunk) == MAX_BATCH or len(outside | theirs) > MAX_BATCH):
-            yield chunk
-            chunk, ids, outside = [], set(), set()
-            theirs = {ref for ref in job.refs if _in_queue(ref)}
-        chunk.append(job)
-        ids.add(job.made.id)
-        outside |= theirs
-    if chunk:
-        yield chunk
-
-
-def _in_queue(ref: str) -> bool:
-    """Whether ``ref`` names a job of this queue (not one of another, nor a gate's opening)."""
-    return "\t" not in ref and ref != GATE_REF
 
 
 def _refused(exc: redis.ResponseError, queue: str) -> Exception:

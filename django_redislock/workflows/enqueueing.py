@@ -23,10 +23,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..queue.arguments import new_ids
+from ..queue.depend_batches import chunks, gate_values
 from ..queue.depend_lua import GATE_REF
 from ..queue.depend_scripts import OPEN
 from ..queue.dependency_args import Dependent
-from ..queue.depending import chunks, gate_values
 from ..queue.eager import eager_job, run_unless_failed
 from ..queue.jobs import Job
 from ..queue.lua import MAX_BATCH
