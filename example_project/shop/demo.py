@@ -6,19 +6,19 @@ from __future__ import annotations
 import http.client
 import multiprocessing
 import os
+import pickle
 import queue
 import signal
 import socket
 import time
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import urlencode
-
-from django.db import connections
 
 
 def wsgi_server(listener: socket.socket) -> Any:
@@ -45,9 +45,10 @@ def wsgi_server(listener: socket.socket) -> Any:
     return httpd
 
 
-def _die_with_parent(parent: int) -> None:
-    """Linux: have the kernel SIGTERM this child when its parent dies, so a killed demo
-    leaves no server or buyer behind."""
+def _die_with_parent() -> None:
+    """Linux: have the kernel SIGTERM this child when its parent (the fork server, which
+    ends with the demo) dies, so a killed demo leaves no server or buyer behind."""
+    parent = os.getppid()
     try:
         import ctypes
 
@@ -58,25 +59,69 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def processes() -> Any:
+    """Where the demo's processes come from: a fork server, a process started afresh (so
+    single-threaded) that forks each child. The demo's own process runs threads (the lock
+    renewer, database and Redis clients): a fork of it could deadlock a child on a lock one
+    of those threads held."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["django", "shop.demo"])
+    return context
+
+
+def settings_now() -> dict[str, Any]:
+    """This process's settings that differ from Django's defaults, as they are now (a test's
+    overrides and its test database's name included), for a child to set up Django with."""
+    from django.conf import global_settings, settings
+
+    now = {}
+    with warnings.catch_warnings():  # reading a deprecated setting warns
+        warnings.simplefilter("ignore")
+        for name in dir(settings):
+            if not name.isupper():
+                continue
+            value = getattr(settings, name)
+            if value == getattr(global_settings, name, object()):
+                continue
+            try:
+                pickle.dumps(value)
+            except Exception:  # a value only its settings module can make: made there
+                continue
+            now[name] = value
+    return now
+
+
+def _setup_django(overrides: dict[str, Any]) -> None:
+    import django
+    from django.conf import settings
+
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    django.setup()
+
+
 @dataclass
 class Server:
-    """The shop in ``workers`` forked processes (threads in each) sharing one socket."""
+    """The shop in ``workers`` processes (threads in each) sharing one listening socket."""
 
     host: str = "127.0.0.1"
     port: int = 0
-    pids: list[int] = field(default_factory=list)
+    workers: list[Any] = field(default_factory=list)
 
     def start(self, workers: int = 4) -> Server:
+        """Start the processes; return once each serves."""
         listener = socket.create_server((self.host, self.port), backlog=1024)
         self.port = listener.getsockname()[1]
-        connections.close_all()  # children must not share the parent's database socket
-        parent = os.getpid()
+        context = processes()
+        ready = context.Queue()
+        overrides = settings_now()
         try:
             for _ in range(workers):
-                pid = os.fork()
-                if pid == 0:
-                    _serve(listener, parent)  # never returns
-                self.pids.append(pid)
+                worker = context.Process(target=_serve, args=(listener, overrides, ready))
+                worker.start()
+                self.workers.append(worker)
+            for _ in range(workers):
+                ready.get(timeout=120)
         except BaseException:
             self.stop()
             raise
@@ -85,11 +130,11 @@ class Server:
         return self
 
     def stop(self) -> None:
-        for pid in self.pids:
-            os.kill(pid, signal.SIGTERM)
-        for pid in self.pids:
-            os.waitpid(pid, 0)
-        self.pids.clear()
+        for worker in self.workers:
+            worker.terminate()
+        for worker in self.workers:
+            worker.join()
+        self.workers.clear()
 
     def __enter__(self) -> Server:
         return self
@@ -98,12 +143,15 @@ class Server:
         self.stop()
 
 
-def _serve(listener: socket.socket, parent: int) -> None:
+def _serve(listener: socket.socket, overrides: dict[str, Any], ready: Any) -> None:
     code = 0
     try:
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-        _die_with_parent(parent)
-        wsgi_server(listener).serve_forever()
+        _die_with_parent()
+        _setup_django(overrides)
+        server = wsgi_server(listener)
+        ready.put(os.getpid())
+        server.serve_forever()
     except BaseException:
         code = 1
         raise
@@ -151,8 +199,8 @@ class Client:
 
 
 def _buyer(port: int, path: str, attempts: int, data: dict[str, Any], cookies: Any,
-           start: Any, progress: Any, results: Any, parent: int) -> None:  # fmt: skip
-    _die_with_parent(parent)
+           start: Any, progress: Any, results: Any) -> None:  # fmt: skip
+    _die_with_parent()
     client = Client(port, cookies)
     answers: list[tuple[float, float, int]] = []
     start.wait()
@@ -216,13 +264,12 @@ def hammer(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Run:
     """POST ``path`` ``attempts`` times from each of ``buyers`` processes, all at once."""
-    context = multiprocessing.get_context("fork")
+    context = processes()
     start, progress, results = context.Event(), context.Value("l", 0), context.Queue()
-    connections.close_all()
     procs = [
         context.Process(
             target=_buyer,
-            args=(port, path, attempts, data or {}, cookies, start, progress, results, os.getpid()),
+            args=(port, path, attempts, data or {}, cookies, start, progress, results),
             daemon=True,
         )
         for _ in range(buyers)
@@ -252,8 +299,8 @@ def hammer(
 
 
 def _resender(port: int, path: str, keys: list[str], patience: float, start: Any,
-              results: Any, parent: int) -> None:  # fmt: skip
-    _die_with_parent(parent)
+              results: Any) -> None:  # fmt: skip
+    _die_with_parent()
     client = Client(port)
     sent = 0
     start.wait()
@@ -277,9 +324,8 @@ def resend(port: int, path: str, *, buyers: int, keys: int, patience: float) -> 
     """Each of ``buyers`` processes places ``keys`` orders at ``path``, each with a key of
     its own; it gives up waiting for the first answer after ``patience`` seconds and sends
     the same request again (and again while answered 409). Returns the requests sent."""
-    context = multiprocessing.get_context("fork")
+    context = processes()
     start, results = context.Event(), context.Queue()
-    connections.close_all()
     run = uuid.uuid4().hex[:8]
     procs = [
         context.Process(
@@ -291,7 +337,6 @@ def resend(port: int, path: str, *, buyers: int, keys: int, patience: float) -> 
                 patience,
                 start,
                 results,
-                os.getpid(),
             ),
             daemon=True,
         )

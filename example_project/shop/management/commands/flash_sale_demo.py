@@ -133,7 +133,9 @@ class Command(BaseCommand):
             verdicts.append(f"reservations sold {speed:.1f}x as fast as the mutex")
         legend = ("busy: 409 answers (the lock's timeout ran out); busy+left: those sent before "
                   "the last item sold; orders/s: orders until the last one.")  # fmt: skip
-        return "\n".join([*lines, legend, "", "; ".join(verdicts) + "."]) + "\n"
+        vary = ("The timings (orders/s, p99, the ratio) vary from run to run with the machine "
+                "and its load; the counts of the guarded endpoints do not.")  # fmt: skip
+        return "\n".join([*lines, legend, "", "; ".join(verdicts) + ".", vary]) + "\n"
 
 
 def fresh_product(name: str) -> Product:
