@@ -17,6 +17,9 @@ def _reset_on_change(*, setting: str, **kwargs: Any) -> None:
         reset_connections()
         reset_async_connections()
     if setting == "REDISLOCK":
+        from .redis.notices import quiet_maintenance_notices
+
+        quiet_maintenance_notices()  # in every process, whichever opens a connection first
         from .metrics import sync_receivers
 
         sync_receivers()
@@ -37,6 +40,9 @@ class RedisLockConfig(AppConfig):
             # E014); Django 6 does not import it on its own. On 5.2 the backport's app does.
             import_module("django.tasks")
         setting_changed.connect(_reset_on_change, dispatch_uid="django_redislock.reset")
+        from .redis.notices import quiet_maintenance_notices
+
+        quiet_maintenance_notices()  # in every process, whichever opens a connection first
         from .metrics import sync_receivers
 
         sync_receivers()  # counts job runs and lock events only when REDISLOCK['METRICS']

@@ -49,6 +49,16 @@ class InvalidTask(QueueError):
     never retried."""
 
 
+class TaskImportFailed(InvalidTask):
+    """The module of a job's task exists but raised while being imported (a deploy mistake:
+    a syntax error, a missing dependency): the worker logs it once, with its traceback, and
+    gives the job back for later instead of burying it."""
+
+    def __init__(self, module: str, cause: BaseException) -> None:
+        super().__init__(f"importing {module} failed: {type(cause).__name__}: {cause}")
+        self.module = module
+
+
 class RetryLater(QueueError):
     """Raised by a task to run again after ``delay`` seconds: not a failure (no error is
     stored, ``MAX_ATTEMPTS`` counts failures only), though the run counts as an attempt.

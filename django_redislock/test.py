@@ -1,7 +1,7 @@
 """Helpers for the tests of a project that uses django-redislock (as ``django.test`` is for
 Django's): ``run_jobs`` runs the queued jobs inside a test, ``isolated_keys`` gives a test
-keys of its own. See the README's "Testing your project" for the whole recipe (fakeredis,
-eager mode, the Tasks framework's immediate backend)."""
+keys of its own. See the testing how-to (docs/howto/testing.rst) for the whole recipe
+(fakeredis, eager mode, the Tasks framework's immediate backend)."""
 
 from __future__ import annotations
 

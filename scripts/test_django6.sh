@@ -73,4 +73,4 @@ if [ "${REDISLOCK_FULL_DJANGO6:-}" != 1 ]; then
   for path in "${left_out[@]}"; do ignore+=("--ignore=$path"); done
   echo "== left out on this leg (they run on the Django 5.2 leg): ${left_out[*]}"
 fi
-exec "$VENV/bin/python" -m pytest -x -q -p no:cacheprovider "${ignore[@]}" "$@"
+exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${ignore[@]}" "$@"

@@ -33,7 +33,7 @@ from django_redislock.semaphores.async_semaphore import AsyncSemaphore
 from django_redislock.semaphores.listing import list_semaphores
 from django_redislock.semaphores.semaphore import Semaphore
 from django_redislock.stock.stock import Stock
-from tests.support import multi_lock_workload, read_write_workload
+from tests.support import multi_lock_workload, read_write_workload, schedule_workload
 from tests.support.fixtures import Backend
 from tests.support.script_monitor import Monitoring, parse, pattern, script_calls
 
@@ -523,6 +523,7 @@ def test_every_key_a_script_touches_is_in_its_keys(nodes: list[tuple[str, int]])
         exercise_idempotency()
         multi_lock_workload.exercise()
         read_write_workload.exercise()
+        schedule_workload.exercise()
     violations, seen = monitoring.violations(scripts, conf.KEY_PREFIX)
     assert monitoring.stray == 0, "script lines that no EVAL/EVALSHA line accounts for"
     assert seen - set(scripts.values()) == set(), "scripts that are not registered"

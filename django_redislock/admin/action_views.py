@@ -22,9 +22,16 @@ from .job_actions import ACTIONS as LEFT_AND_DEAD_ACTIONS
 from .job_actions import BULK, MAX_CHECKED, bulk_perform, bulk_summary
 from .releasing import ACTIONS as RELEASE_ACTIONS
 from .rendering import REDIS_ERRORS, Rendering, can, corrupt
+from .schedule_actions import ACTIONS as SCHEDULE_ACTIONS
 from .workflow_pages import ACTIONS as WORKFLOW_ACTIONS
 
-ACTIONS = {**RELEASE_ACTIONS, **LISTED_ACTIONS, **LEFT_AND_DEAD_ACTIONS, **WORKFLOW_ACTIONS}
+ACTIONS = {
+    **RELEASE_ACTIONS,
+    **LISTED_ACTIONS,
+    **LEFT_AND_DEAD_ACTIONS,
+    **WORKFLOW_ACTIONS,
+    **SCHEDULE_ACTIONS,
+}
 
 logger = logging.getLogger("django_redislock.admin")
 

@@ -20,9 +20,10 @@ from ..semaphores.listing import list_semaphores
 from ..stock.listing import count_stocks, expiring, stock_names
 from ..stock.stock import Stock
 from .actions import MANAGE, RELEASE
+from .history_pages import HistoryPages
 from .job_pages import STATES
 from .paging import paginate
-from .rendering import Rendering, can, corrupt, seconds_since
+from .rendering import can, corrupt, seconds_since
 from .shown import shown_name
 
 logger = logging.getLogger("django_redislock.admin")
@@ -32,7 +33,7 @@ def _semaphore_name(name: str) -> str:
     return validate_name(name, "Semaphore")
 
 
-class Pages(Rendering):
+class Pages(HistoryPages):  # (the task history pages are HistoryPages')
     def queues_view(self, request: HttpRequest) -> HttpResponse:
         def load() -> dict[str, Any]:
             rows: list[dict[str, Any]] = []
@@ -85,10 +86,10 @@ class Pages(Rendering):
             rows = []
             for lock in locks:
                 shown = shown_name(lock.name, validate_name)
-                # A planted name is no lock this app can release (the action would refuse it);
-                # a read-write lock is shown, not released from here
-                release = can_release and shown.valid and not lock.read_write
-                url = self._confirm(request, "release", name=lock.name) if release else ""
+                # A planted name is no lock this app can release (the action would refuse it)
+                action = "release_read_write" if lock.read_write else "release"
+                release = can_release and shown.valid
+                url = self._confirm(request, action, name=lock.name) if release else ""
                 rows.append((lock, shown, url))
             return {"locks": rows, "pager": pager}
 

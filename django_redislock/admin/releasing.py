@@ -1,4 +1,5 @@
-"""The admin's force-release actions on a lock and on a semaphore (see ``actions``)."""
+"""The admin's force-release actions on a lock, a read-write lock and a semaphore (see
+``actions``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.contrib.admin.models import DELETION
 
 from ..locks.listing import describe_lock
 from ..locks.lock import Lock
+from ..locks.read_write import ReadWriteLock
 from ..semaphores.semaphore import Semaphore
 from ..templatetags.redislock_admin import duration
 from .actions import RELEASE, Action, Gone
@@ -36,6 +38,31 @@ def _release(t: Mapping[str, str]) -> str:
     if not Lock.force_release(t["name"]):
         raise Gone(f"Lock “{t['name']}” was not held any more; nothing was done.")
     return f"Lock “{t['name']}” was force-released."
+
+
+def _describe_release_read_write(t: Mapping[str, str]) -> dict[str, Any]:
+    lock = describe_lock(t["name"], read_write=True)
+    if lock is None:
+        raise Gone(f"Read-write lock “{t['name']}” is not held any more.")
+    if lock.writer:
+        held = f"written by {lock.host} (pid {lock.pid}) for {duration(lock.held_for)}"
+    else:
+        held = f"read by {lock.readers} reader{'s' if lock.readers != 1 else ''}"
+    waiters = f"; {lock.waiters} waiting get it at once" if lock.waiters else ""
+    return {
+        "summary": f"Force-release read-write lock “{lock.name}”, {held}{waiters}.",
+        "warning": (
+            "Its holders are not told: any still working carry on beside the processes "
+            "that get it. Release only a lock whose holders are stuck or gone."
+        ),
+        "lock": lock,
+    }
+
+
+def _release_read_write(t: Mapping[str, str]) -> str:
+    if not ReadWriteLock.force_release(t["name"]):
+        raise Gone(f"Read-write lock “{t['name']}” was not held any more; nothing was done.")
+    return f"Read-write lock “{t['name']}” was force-released."
 
 
 def _describe_release_semaphore(t: Mapping[str, str]) -> dict[str, Any]:
@@ -67,6 +94,10 @@ def _as_lock(t: Mapping[str, str]) -> tuple[str, str]:
     return t["name"], f"lock {t['name']}"
 
 
+def _as_read_write(t: Mapping[str, str]) -> tuple[str, str]:
+    return t["name"], f"read-write lock {t['name']}"
+
+
 def _as_semaphore(t: Mapping[str, str]) -> tuple[str, str]:
     return t["name"], f"semaphore {t['name']}"
 
@@ -74,6 +105,15 @@ def _as_semaphore(t: Mapping[str, str]) -> tuple[str, str]:
 ACTIONS = {
     "release": Action(
         "Force release", RELEASE, DELETION, ("name",), _describe_release, _release, _as_lock
+    ),
+    "release_read_write": Action(
+        "Force release",
+        RELEASE,
+        DELETION,
+        ("name",),
+        _describe_release_read_write,
+        _release_read_write,
+        _as_read_write,
     ),
     "release_semaphore": Action(
         "Force release",

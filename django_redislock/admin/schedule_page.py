@@ -1,5 +1,7 @@
-"""The admin's SCHEDULE page: each entry of ``REDISLOCK['SCHEDULE']``, its last tick (as
-claimed in Redis by the schedulers) and its next one. One GET per entry, pipelined."""
+"""The admin's SCHEDULE page: each entry of ``REDISLOCK['SCHEDULE']``, paused or not (by
+whom, since when), its last tick (as claimed in Redis by the schedulers), its next one, and
+its last run's outcome (the job of its latest tick or run now); with Pause, Resume and Run
+now for those who manage queues. A few round trips in all, whatever the number of entries."""
 
 from __future__ import annotations
 
@@ -11,11 +13,10 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 
 from ..conf import conf
-from ..queue.jobs import number
-from ..queue.queue import get_queue
 from ..queue.worker.schedule import Entry
-from ..redis.clients import get_redis
-from .rendering import Rendering
+from ..queue.worker.schedule_state import EntryState, entry_states, new_nonce
+from .actions import MANAGE
+from .rendering import Rendering, can
 
 
 def _moment(epoch: float | None) -> datetime | None:
@@ -40,31 +41,47 @@ class SchedulePage(Rendering):
                     row["error"] = f"Invalid, it does not run: {exc}."
                     continue
                 entries.append((row, entry))
-            self._fill(entries, time.time())
-            return {"entries": rows}
+            states = entry_states([entry for _, entry in entries])
+            manage = can(request, MANAGE)
+            now = time.time()
+            for (row, _), state in zip(entries, states, strict=True):
+                self._fill(request, row, state, now, manage)
+            return {"entries": rows, "manage": manage}
 
         return self._page(request, "schedule.html", "Schedule", load, {"tab": "schedule"})
 
-    def _fill(self, entries: list[tuple[dict[str, Any], Entry]], now: float) -> None:
-        if not entries:
-            return
-        pipe = get_redis().pipeline(transaction=False)
-        for _, entry in entries:
-            pipe.get(get_queue(entry.queue).keys.tick(entry.name))
-        for (row, entry), claimed in zip(entries, pipe.execute(), strict=True):
-            last = number(claimed, -1) / 1000 if claimed is not None else None
-            if last is not None and last < 0:
-                last = None
-            latest = entry.latest(now)
-            upcoming = entry.next_after(latest)
-            row.update(
-                entry=entry,
-                how=f"every {entry.every:g} s" if entry.every is not None else entry.cron,
-                last=_moment(last),
-                last_ago=None if last is None else now - last,
-                next=_moment(upcoming),
-                next_in=upcoming - now,
-                # A tick passed and not claimed: no scheduler has looked since (none runs?)
-                behind=_moment(latest) if last is not None and last < latest - 0.0005 else None,
-                queue_url=self._url("jobs", entry.queue, "scheduled"),
-            )
+    def _fill(
+        self, request: HttpRequest, row: dict[str, Any], state: EntryState, now: float, manage: bool
+    ) -> None:
+        entry, last = state.entry, state.last_tick
+        latest = entry.latest(now)
+        upcoming = entry.next_after(latest)
+        run = state.last_run
+        row.update(
+            entry=entry,
+            state=state,
+            how=f"every {entry.every:g} s" if entry.every is not None else entry.cron,
+            last=_moment(last),
+            last_ago=None if last is None else now - last,
+            next=_moment(upcoming),
+            next_in=upcoming - now,
+            # A tick passed and not claimed: no scheduler has looked since (none runs?)
+            behind=_moment(latest)
+            if not state.paused and last is not None and last < latest - 0.0005
+            else None,
+            paused_at=_moment(state.paused_at),
+            run=run,
+            run_at=_moment(run.outcome_at) if run else None,
+            run_url=self.job_url(entry.queue, run.job_id) if run else "",
+            queue_url=self._url("jobs", entry.queue, "scheduled"),
+        )
+        if manage:
+            fields = {"entry": entry.name}
+            flip = "schedule_resume" if state.paused else "schedule_pause"
+            row["actions"] = [
+                ("Resume" if state.paused else "Pause", self._confirm(request, flip, **fields)),
+                (
+                    "Run now",
+                    self._confirm(request, "schedule_run", **fields, nonce=str(new_nonce())),
+                ),
+            ]

@@ -16,6 +16,7 @@ from ..redis.clients import SUPPORTED_CACHES, cache_kind
 from ..redis.durability import redis_durability_warnings, unverified
 from .metrics import check_metrics, check_metrics_token
 from .queues import check_queues, check_schedule
+from .tasks_backend import check_tasks_backend
 from .values import Bounds, short
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://", *sentinel.SCHEMES)
@@ -201,9 +202,9 @@ def _check_connection(raw: dict[str, Any]) -> Iterable[Error]:
 def _check_redis_cache(where: str, alias: str, cache: Any) -> Iterable[Error]:
     backend = cache.get("BACKEND") if isinstance(cache, dict) else None
     if cache_kind(backend) is None:
+        named = repr(backend) if isinstance(backend, str) else short(backend)  # a path: whole
         yield Error(
-            f"The cache {alias!r} named by {where} is not a Redis cache (BACKEND "
-            f"{short(backend)}).",
+            f"The cache {alias!r} named by {where} is not a Redis cache (BACKEND {named}).",
             hint=f"Use a cache whose BACKEND is {SUPPORTED_CACHES}, or set REDISLOCK['URL'].",
             id="django_redislock.E006",
         )
@@ -232,13 +233,14 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         else:
             errors.extend(VALIDATORS[key](value))
     errors.extend(_check_connection(raw))
+    errors.extend(check_tasks_backend(raw))
     return errors
 
 
 def check_redis_durability(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """The deploy check (``manage.py check --deploy``): warn when the Redis behind locks and
     queues may evict keys or lose them on restart."""
-    if check_settings():
+    if any(message.is_serious() for message in check_settings()):
         return []  # those errors come first: the connection they describe is not to be trusted
     from ..redis.clients import get_redis
 

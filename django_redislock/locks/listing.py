@@ -30,7 +30,7 @@ from .keys import (
     text,
 )
 from .name_search import DEEP_OFFSET, by_name
-from .read_write_keys import name_of_member, read_write_keys
+from .read_write_keys import index_member, name_of_member, read_write_keys
 from .scripts import SWEEP
 
 # Entries one SWEEP call handles at most, and calls per listing: a bigger backlog (a crowd
@@ -90,12 +90,16 @@ def list_locks(
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
 
 
-def describe_lock(name: str, *, using: str | None = None) -> LockInfo | None:
-    """Lock ``name`` as ``list_locks`` shows it, or None when it is not held."""
+def describe_lock(
+    name: str, *, read_write: bool = False, using: str | None = None
+) -> LockInfo | None:
+    """Lock ``name`` (with ``read_write``, the ``ReadWriteLock`` of that name) as
+    ``list_locks`` shows it, or None when it is not held."""
     validate_name(name)
+    member = index_member(name) if read_write else name
     try:
         client = get_redis(using)
-        found = _describe(client, [(0.0, name, lock_base(name, shard_count(client)))])
+        found = _describe(client, [(0.0, member, lock_base(name, shard_count(client)))])
     except UNAVAILABLE as exc:
         raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
     return found[0] if found else None

@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 class Lock(SyncWaiting, SyncContext):
     """A distributed lock. ``with Lock("name"):`` acquires (or raises LockTimeout) and
-    releases on exit. See the README for every option."""
+    releases on exit. See docs/reference/locks.rst for every option."""
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Acquire the lock; wait up to ``timeout`` seconds (None: the lock's timeout, 0: try

@@ -31,8 +31,10 @@ def command_errors() -> Iterator[None]:
     try:
         yield
     except (RedisUnavailable, redis.ConnectionError, redis.TimeoutError) as exc:
+        # RedisUnavailable says "Redis is unreachable (…)" already: its cause, not it again
+        said = exc.__cause__ if isinstance(exc, RedisUnavailable) and exc.__cause__ else exc
         raise CommandError(
-            f"Cannot reach Redis ({exc}). Check REDISLOCK's URL (or the cache its CACHE "
+            f"Cannot reach Redis ({said}). Check REDISLOCK's URL (or the cache its CACHE "
             "names) and that Redis is running.",
             returncode=EXIT_REDIS_UNAVAILABLE,
         ) from exc

@@ -14,9 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..redis.notices import quiet_maintenance_notices
+
 APP = "django_redislock"
-# The Tasks framework logs a failed task with its traceback (Django 6, and the backport).
+# The Tasks framework's loggers (Django 6, and the backport): what they log besides each
+# task's state is shown with the worker's warnings.
 TASK_LOGGERS = ("django.tasks", "django_tasks")
+STATE_LINE = "Task id=%s path=%s state="  # their line per task state (TaskStates)
 
 # --verbosity: 0 warnings only, 1 one line per job (INFO), 2 the app's DEBUG, 3 DEBUG of
 # every library (redis-py, the Tasks framework, …) too.
@@ -29,8 +33,18 @@ VERBOSITY_HELP = (
 )
 
 
+class TaskStates(logging.Filter):
+    """Drops the Tasks framework's line per task state ("Task id=… path=… state=RUNNING",
+    "…SUCCESSFUL", "…FAILED" with a traceback): the worker's own line per job says the same,
+    with the task's traceback at the level of the outcome. Logged at INFO and ERROR, shown
+    by Django's default LOGGING when DEBUG is on (Django 6), they would double each job."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith(STATE_LINE))
+
+
 class LineFormatter(logging.Formatter):
-    """``12:01:02 default: shop.tasks.close (close:42) OK in 3.1 ms``; the level is named
+    """``12:01:02 default: shop.tasks.close (close:42) succeeded in 3.1 ms``; the level is named
     from WARNING up, and the logger at ``detailed`` verbosity."""
 
     def __init__(self, detailed: bool) -> None:
@@ -103,7 +117,7 @@ def configured_elsewhere(name: str) -> bool:
 @contextmanager
 def worker_logging(verbosity: int, stream: Any) -> Iterator[None]:
     """Show the app's records on ``stream`` at ``verbosity``'s level, and the Tasks
-    framework's failures (their tracebacks), for the duration."""
+    framework's warnings but not its lines per task state, for the duration."""
     level = LEVELS.get(verbosity, logging.DEBUG)
     handler = logging.StreamHandler(stream)
     handler.setFormatter(LineFormatter(detailed=verbosity >= 2))
@@ -124,9 +138,15 @@ def worker_logging(verbosity: int, stream: Any) -> Iterator[None]:
         logging.getLogger(name).setLevel(wanted)
         if add:
             logging.getLogger(name).addHandler(handler)
+    states = TaskStates()
+    for name in TASK_LOGGERS:  # whoever handles them, LOGGING included
+        logging.getLogger(name).addFilter(states)
+    quiet_maintenance_notices()
     try:
         yield
     finally:
+        for name in TASK_LOGGERS:
+            logging.getLogger(name).removeFilter(states)
         for name, (_, add) in shown.items():
             logging.getLogger(name).setLevel(saved[name])
             if add:

@@ -2,7 +2,9 @@
 framework's ``task_finished``, as the worker sends it) and lock events (``lock_acquired``,
 ``lock_busy``, ``lock_lost``).
 
-Labels are bounded: a job's queue and outcome, a lock's kind (its class: ``Lock``,
+Labels are bounded: a job's queue, task and outcome (the task of a finished run is one that
+ran, so a ``@task`` of an installed app; a snoozed job's path that names none counts as
+``history.recording.OTHER``), a lock's kind (its class: ``Lock``,
 ``AsyncLock``, ``Semaphore``, ...); never a job id or a lock name. In prometheus_client's
 multiprocess mode (``PROMETHEUS_MULTIPROC_DIR`` set before the process starts) each process
 writes its counts to that directory and the view sums them.
@@ -19,6 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from ..conf import QUEUE_DEFAULTS, conf
+from ..history.recording import task_label
 from ..signals import job_snoozed, lock_acquired, lock_busy, lock_lost
 
 logger = logging.getLogger(__name__)
@@ -34,13 +37,13 @@ JOB_RUNS = Counter(
     "Job runs by the worker, by outcome: succeeded, retried (failed, will run again), "
     "snoozed (raised RetryLater: runs again, not a failure) or dead (failed for good: "
     "attempts used up, not in its retry_on, cancelled, or it cannot run).",
-    ["queue", "outcome"],
+    ["queue", "task", "outcome"],
     registry=REGISTRY,
 )
 JOB_DURATION = Histogram(
     "redislock_job_duration_seconds",
     "How long job runs took, whatever their outcome.",
-    ["queue"],
+    ["queue", "task"],
     buckets=JOB_BUCKETS,
     registry=REGISTRY,
 )
@@ -115,16 +118,17 @@ def never_raises(receiver: Callable[..., None]) -> Callable[..., None]:
 def job_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
     if not issubclass(sender, _backend()):  # another backend's task (an immediate one...)
         return
-    queue = task_result.task.queue_name
-    JOB_RUNS.labels(queue, outcome(task_result)).inc()
+    queue, task = task_result.task.queue_name, task_result.task.module_path
+    JOB_RUNS.labels(queue, task, outcome(task_result)).inc()
     started, finished = task_result.started_at, task_result.finished_at
     if started is not None and finished is not None:
-        JOB_DURATION.labels(queue).observe(max(0.0, (finished - started).total_seconds()))
+        seconds = max(0.0, (finished - started).total_seconds())
+        JOB_DURATION.labels(queue, task).observe(seconds)
 
 
 @never_raises
-def job_was_snoozed(sender: Any, queue: str, **kwargs: Any) -> None:
-    JOB_RUNS.labels(queue, "snoozed").inc()
+def job_was_snoozed(sender: Any, queue: str, job: Any = None, **kwargs: Any) -> None:
+    JOB_RUNS.labels(queue, task_label(getattr(job, "task", "")), "snoozed").inc()
 
 
 @never_raises

@@ -37,9 +37,15 @@ JOB_ARGUMENTS = frozenset(
 
 def new_ids(count: int) -> Iterator[str]:
     # 120 random bits each, 20 URL-safe characters (15 bytes: base64 without padding); one
-    # read of the OS's random source per batch.
+    # read of the OS's random source per batch. Never a leading "-": a command line would
+    # take "--id -x…" for an option: "_" stands for it there (63 values for the first
+    # character, not 64).
     chars = base64.urlsafe_b64encode(os.urandom(15 * count)).decode()
-    return (chars[i : i + 20] for i in range(0, 20 * count, 20))
+    return (_no_dash(chars[i : i + 20]) for i in range(0, 20 * count, 20))
+
+
+def _no_dash(job_id: str) -> str:
+    return "_" + job_id[1:] if job_id[0] == "-" else job_id
 
 
 # New single ids are taken from a pool filled 256 at a time: one read of the OS's random

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from django.apps import apps
 from django.utils import timezone
 
-from ..exceptions import InvalidTask, RetryLater
+from ..exceptions import InvalidTask, RetryLater, TaskImportFailed
 from ..metrics.tracing import traced_run
 from ..tasks.context import RedisTaskContext
 from ..tasks.new_results import running_result
@@ -58,12 +58,24 @@ def _resolve(path: str) -> Any:
     ):
         raise InvalidTask(f"{path!r} is not in an installed app; the worker will not import it.")
     try:
-        obj = getattr(import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
+        module = import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if not _is_module_or_parent(exc.name, module_name):  # a module it imports is missing
+            raise TaskImportFailed(module_name, exc) from exc
+        raise InvalidTask(f"{path!r} does not exist ({exc}).") from exc
+    except Exception as exc:  # the module is there but raised: a deploy mistake, not the job's
+        raise TaskImportFailed(module_name, exc) from exc
+    try:
+        obj = getattr(module, attr)
+    except AttributeError as exc:
         raise InvalidTask(f"{path!r} does not exist ({exc}).") from exc
     if not isinstance(obj, Task):
         raise InvalidTask(f"{path!r} is not a task: decorate the function with @task.")
     return obj
+
+
+def _is_module_or_parent(missing: str | None, module_name: str) -> bool:
+    return missing is not None and (module_name + ".").startswith(missing + ".")
 
 
 _SUCCESSFUL, _FAILED = TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED

@@ -40,7 +40,11 @@ Cluster (``base`` = ``<prefix>:{Q:<queue>}:``):
                                  first step (``workflows``)
     base workflows       zset    the workflows recorded here; score = when to look at it
                                  next (epoch ms), to clean it up once it ended long enough
-    base tick:<name>     string  the last tick (epoch ms) enqueued for a SCHEDULE entry
+    base tick:<name>     string  the last tick (epoch ms) enqueued for a SCHEDULE entry;
+                                 2^53-1 while the entry is paused (``worker.schedule_keys``)
+    base tick:<name>:now string  the last "run now" nonce (epoch µs) of a SCHEDULE entry
+    base tick-paused:<name>  hash  a paused SCHEDULE entry: by, at (epoch ms), tick (the
+                                 claim kept for its resume)
     base u:<id>          hash    a unique_for window: the creating enqueue's task, args,
                                  kwargs, meta, priority, due and enqueue time (job fields);
                                  expires with the window (PX), whatever became of the job

@@ -38,7 +38,7 @@ __all__ = ["MAX_BATCH", "MAX_DELAY", "Job", "Queue", "get_queue"]
 
 
 class Queue(Producing, WorkerCalls, Pausing, Joining, Operations):
-    """A named queue from ``REDISLOCK['QUEUES']``; see the README for the whole API."""
+    """A named queue from ``REDISLOCK['QUEUES']``; docs/reference/queue.rst has the whole API."""
 
     def __init__(self, name: str, using: str | None = None) -> None:
         queues = conf.QUEUES

@@ -128,12 +128,14 @@ class RateLimitBase:
 
 
 class RateLimit(RateLimitBase):
-    """A rate limit for code outside views::
+    """A rate limit for code outside views.
 
-    limit = RateLimit(f"points:{user.pk}", rate="5/m")
-    hit = limit.hit()
-    if not hit:
-        raise TooMany(hit.retry_after)
+    For example::
+
+        limit = RateLimit(f"points:{user.pk}", rate="5/m")
+        hit = limit.hit()
+        if not hit:
+            raise TooMany(hit.retry_after)
     """
 
     def hit(self, n: int = 1, *, report: bool = False) -> Hit:

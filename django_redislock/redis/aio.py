@@ -25,6 +25,7 @@ from ..conf import conf
 from ..exceptions import RedisUnavailable
 from . import blocking, direct_waits, wakeups
 from .clients import UNAVAILABLE, get_redis, is_cluster, target
+from .notices import quiet_maintenance_notices
 from .pools import async_gate_free, async_with_connection, pool_size
 from .scripts import LuaScript
 from .sentinel import async_master_client, async_twin, is_sentinel_url
@@ -92,6 +93,7 @@ def reset_async_connections() -> None:
 
 
 def _connect(using: str | None) -> Any:
+    quiet_maintenance_notices()  # else logged at every connection to a Redis < 8
     where = target(using)
     if where.url is not None:
         return _from_url(where.url, cluster=where.cluster)

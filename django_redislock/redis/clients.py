@@ -21,6 +21,7 @@ from . import blocking, direct_waits, fastpath, pools, wakeups
 from .failures import UNAVAILABLE as UNAVAILABLE  # where the rest of the app imports it from
 from .failures import mapped
 from .fastpath import dedicated, execute
+from .notices import quiet_maintenance_notices
 from .pools import with_connection
 from .scripts import LuaScript
 from .sentinel import SCHEMES as SENTINEL_SCHEMES
@@ -94,6 +95,7 @@ def target(using: str | None) -> Target:
 
 
 def _connect(using: str | None) -> Any:
+    quiet_maintenance_notices()  # else logged at every connection to a Redis < 8
     where = target(using)
     if where.url is None:
         return cache_client(str(where.cache))

@@ -240,7 +240,7 @@ class Stock(StockBase):
     """Units for sale under one name: ``set``/``add`` them, ``reserve`` some for a buyer in one
     round trip (no lock held), then ``confirm`` (sold) or ``release`` (back at once); a
     reservation left alone gives its units back when its TTL runs out. Nothing touches Redis
-    before the first call. See the README for the semantics of each method."""
+    before the first call. See docs/reference/semaphores-stock.rst for each method."""
 
     def _run(self, operation: Operation) -> Any:
         client = get_redis(self.using)

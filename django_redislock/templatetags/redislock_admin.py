@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 from django import template
+from django.utils.html import conditional_escape
+from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
@@ -40,3 +42,25 @@ def duration(seconds: float | None) -> str:
 @register.filter
 def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# A name longer than this (no real module or function has one) may also break inside it,
+# every this many characters, rather than widen its column without bound.
+LONGEST_NAME = 60
+
+
+@register.filter(is_safe=True)
+def wrap_dots(path: Any) -> SafeString:
+    """A dotted path (a task's) that wraps only after its dots: each is followed by
+    ``<wbr>``, so a narrow column breaks ``shop.tasks.close`` as ``shop.`` / ``tasks.close``,
+    never inside a name (give it the ``path`` class: no other break is allowed)."""
+    names = str(path).split(".")
+    return mark_safe(  # each piece is escaped
+        ".<wbr>".join(
+            "<wbr>".join(
+                conditional_escape(name[i : i + LONGEST_NAME])
+                for i in range(0, max(len(name), 1), LONGEST_NAME)
+            )
+            for name in names
+        )
+    )

@@ -56,7 +56,7 @@ def redis_idempotent(
     for ``ttl`` seconds. Keys are per user (``scope(request) -> str`` to change that);
     anonymous visitors as ``anonymous`` says (``"deny"``, the default: 403; ``"ip"``;
     ``"shared"``). A repeat while the first runs waits up to ``timeout`` seconds, then gets
-    409. Only ``methods`` are guarded. See the module docstring and the README."""
+    409. Only ``methods`` are guarded. See the module docstring and docs/reference/views.rst."""
     if not isinstance(header, str) or not header:
         raise TypeError("header must be a non-empty str (an HTTP header name).")
     if not isinstance(required, bool):

@@ -33,7 +33,7 @@ from .guard import (
 )
 from .keys import KeyRefused
 
-logger = logging.getLogger("django_redislock.decorators")  # the name the README gives
+logger = logging.getLogger("django_redislock.decorators")  # the name docs/reference/views.rst gives
 
 __all__ = ["redis_locked"]
 
@@ -58,8 +58,8 @@ def redis_locked(
     ``busy_status`` (default ``REDISLOCK['BUSY_STATUS']``) with ``Retry-After``, unless
     ``on_busy(request, lock)`` returns a response. An anonymous user, when the template
     reads ``request.user``, is refused with 403 unless ``anonymous`` is ``"ip"`` or
-    ``"shared"``. ``limit=N``: N requests per key at once (a semaphore). See the README for
-    the rest."""
+    ``"shared"``. ``limit=N``: N requests per key at once (a semaphore). See
+    docs/reference/views.rst for the rest."""
     check_arguments(key, ("on_busy", on_busy), on_redis_error, anonymous, using)
     for value, argument in ((ttl, "ttl"), (timeout, "timeout")):
         if value is not None:

@@ -129,7 +129,7 @@ class Workflow:
         return "failed" if counts["dead"] else "succeeded"
 
     def results(self) -> list[Any]:
-        """The steps' ``TaskResult``s, in step order (None for one no longer kept)."""
+        """The steps' ``TaskResult`` objects, in step order (None for one no longer kept)."""
         return [None if job is None else _task_result(job) for job in self.jobs()]
 
     def cancel(self, *, by: str | None = None) -> int:

@@ -1,9 +1,9 @@
 """The admin pages in a real browser: Playwright drives the system Chromium against a live
 Django server, a real redis-server, a lock held and awaited by other processes and a
 ``manage.py run_queue_worker`` process. Each run takes the README's screenshot (the locks
-tab), one of a job in full and one of dead jobs checked for a bulk retry: into a temporary
-directory, or into ``docs/`` to refresh them (``REDISLOCK_SCREENSHOTS=docs``); a test run
-never rewrites tracked files by itself.
+tab), one of a job in full and one of dead jobs checked for a bulk retry: into the tests'
+artifacts (``.artifacts/``, untracked), or into ``docs/`` to refresh them
+(``REDISLOCK_SCREENSHOTS=docs``); a test run never rewrites tracked files by itself.
 
 Nothing skips: without Chromium or Playwright the tests fail and say how to install them
 (``scripts/setup.sh`` does both, Chromium from apt when run as root)."""
@@ -30,6 +30,7 @@ from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.test.testcases import LiveServerThread
 
 from django_redislock import Lock, get_queue, get_redis
+from tests.support.artifacts import artifacts
 from tests.support.fixtures import Backend, Processes
 
 from ..tasks import DONE
@@ -62,12 +63,12 @@ JOB = "close:1042"
 
 
 @pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def shots() -> Path:
     """Where screenshots go: ``REDISLOCK_SCREENSHOTS`` (``docs`` refreshes the README's,
-    relative to the project), else a temporary directory."""
+    relative to the project), else the tests' artifacts (never a tracked file)."""
     wanted = os.environ.get("REDISLOCK_SCREENSHOTS")
     if not wanted:
-        return tmp_path_factory.mktemp("screenshots")
+        return artifacts()
     where = ROOT / wanted
     where.mkdir(parents=True, exist_ok=True)
     return where

@@ -10,15 +10,17 @@ import threading
 from typing import Any
 
 import pytest
+from django.contrib.admin.models import DELETION, LogEntry
 from django.test import Client
 
 from django_redislock import Lock
+from django_redislock.exceptions import LockNotOwned
 from django_redislock.locks.listing import describe_lock, list_locks
 from django_redislock.locks.read_write import ReadWriteLock
 from tests.support.fixtures import Backend
 from tests.support.waiting import wait_for
 
-from .test_admin import html, rows, url
+from .test_admin import confirm_and_post, html, rows, url
 
 pytestmark = pytest.mark.django_db
 
@@ -32,8 +34,10 @@ def row_of(page: str, name: str) -> str:
 class Reader(threading.Thread):
     """A thread that reads ``name`` until told to stop."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, forced: bool = False) -> None:
         super().__init__(daemon=True)
+        self.forced = forced  # it will be force-released: its release finds nothing
+        self.found_released = False
         self.side = ReadWriteLock(name, ttl=60).read()
         self.ready, self.stop = threading.Event(), threading.Event()
         self.start()
@@ -43,7 +47,12 @@ class Reader(threading.Thread):
         assert self.side.acquire(0)
         self.ready.set()
         self.stop.wait(30)
-        self.side.release()
+        try:
+            self.side.release()
+        except LockNotOwned:
+            if not self.forced:
+                raise
+            self.found_released = True
 
     def leave(self) -> None:
         self.stop.set()
@@ -71,7 +80,8 @@ def test_locks_page_shows_readers_and_the_writer(backend: Backend, admin_client:
         assert catalog
         assert "3 readers" in catalog.group(0)
         assert re.findall(r'<td class="num">([^<]*)</td>', catalog.group(0))[-1] == "1"  # waiters
-        assert "Force release" not in catalog.group(0)
+        release = url("confirm", "release_read_write") + "?name=catalog"
+        assert release.replace("?", "?").split("?")[0] in catalog.group(0)  # its own action
         prices = row_of(page, "prices")
         assert "writer: " in prices
         assert f"(pid {os.getpid()})" in prices
@@ -128,3 +138,32 @@ def test_a_corrupt_writer_value_is_shown_not_fatal(backend: Backend, admin_clien
         backend.client.set(rw.read().layout.writer, "garbage", px=30_000)
         page = html(admin_client.get(url("locks")))
         assert "unreadable" in row_of(page, "odd")
+
+
+def test_force_release_frees_a_read_write_lock_and_is_logged(
+    backend: Backend, admin_user: Any
+) -> None:
+    readers = [Reader("catalog", forced=True) for _ in range(2)]
+    plain = Lock("catalog", ttl=60)  # the plain lock of the same name is left alone
+    try:
+        assert plain.acquire(0)
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(admin_user)
+        confirm = html(client.get(url("confirm", "release_read_write"), {"name": "catalog"}))
+        assert "Force-release read-write lock “catalog”, read by 2 readers." in confirm
+        crumbs = confirm.split('class="breadcrumbs"')[1].split("</div>")[0]
+        assert f'<a href="{url("locks")}">Locks</a>' in crumbs
+        assert ReadWriteLock("catalog").readers() == 2  # the confirmation changed nothing
+        done = confirm_and_post(client, "release_read_write", name="catalog")
+        assert "Read-write lock “catalog” was force-released." in html(done)
+        assert ReadWriteLock("catalog").readers() == 0
+        assert plain.owned()
+        entry = LogEntry.objects.get()
+        assert (entry.action_flag, entry.object_repr) == (DELETION, "read-write lock catalog")
+        again = client.get(url("confirm", "release_read_write"), {"name": "catalog"}, follow=True)
+        assert "is not held any more" in html(again)
+    finally:
+        for reader in readers:
+            reader.leave()
+        plain.release()
+    assert all(reader.found_released for reader in readers)  # their holds had been ended

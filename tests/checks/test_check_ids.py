@@ -1,5 +1,6 @@
 """Every system-check id is a literal string where its message is made, so a grep for it
-finds the code, and the README's checks table lists exactly the ids the package raises."""
+finds the code, and the checks reference (docs/reference/checks.rst) lists exactly the ids
+the package raises."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from pathlib import Path
 import django_redislock
 
 PACKAGE = Path(django_redislock.__file__).parent
-README = PACKAGE.parent / "README.rst"
+README = PACKAGE.parent / "docs" / "reference" / "checks.rst"
 MESSAGE_CLASSES = {"CheckMessage", "Critical", "Debug", "Error", "Info", "Warning"}
 ID_RE = re.compile(r"django_redislock\.[EW]\d{3}")
 # a row of the table (``E004``  ...) or a warning's bullet (- ``W001``: ...)
-README_ENTRY_RE = re.compile(r"^(?:- )?``([EW]\d{3})``", re.MULTILINE)
+README_ENTRY_RE = re.compile(r"^(?:- )?``(?:django_redislock\.)?([EW]\d{3})``", re.MULTILINE)
 
 
 def _message_classes(tree: ast.Module) -> set[str]:
@@ -50,10 +51,7 @@ def _literal_id(call: ast.Call) -> str | None:
 
 
 def _readme_ids() -> list[str]:
-    text = README.read_text()
-    section = text.split("\nSystem checks\n=============\n", 1)[1]
-    section = re.split(r"\n[^\n]+\n=+\n", section, maxsplit=1)[0]  # up to the next heading
-    return [f"django_redislock.{code}" for code in README_ENTRY_RE.findall(section)]
+    return [f"django_redislock.{code}" for code in README_ENTRY_RE.findall(README.read_text())]
 
 
 def test_every_check_message_has_a_literal_id() -> None:

@@ -108,3 +108,25 @@ def test_force_release_of_a_wrong_name_is_a_command_error(
 ) -> None:
     with pytest.raises(CommandError, match=message):
         run("redislock_force_release", name, "--yes")
+
+
+def test_force_release_read_write_frees_its_readers_or_its_writer(locks: list[Lock]) -> None:
+    catalog = ReadWriteLock("catalog", ttl=30)
+    reader = catalog.read()
+    assert reader.acquire(timeout=0)
+    # The plain lock of the same name is another lock: nothing is held under it.
+    assert run("redislock_force_release", "catalog", "--yes").strip() == (
+        "Lock 'catalog' is not held; nothing to release."
+    )
+    out = run("redislock_force_release", "catalog", "--read-write", "--yes")
+    assert "Read-write lock 'catalog': read by 1 reader(s), " in out
+    assert "Released read-write lock 'catalog'." in out
+    assert catalog.readers() == 0
+    writer = catalog.write()
+    assert writer.acquire(timeout=0)  # free for a writer at once
+    out = run("redislock_force_release", "catalog", "--read-write", "--yes")
+    assert f"Read-write lock 'catalog': held by {socket.gethostname()} pid {os.getpid()}" in out
+    assert not writer.owned()
+    assert run("redislock_force_release", "catalog", "--read-write", "--yes").strip() == (
+        "Read-write lock 'catalog' is not held; nothing to release."
+    )

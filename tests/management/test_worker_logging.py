@@ -185,3 +185,27 @@ def test_v3_prints_each_record_once_whoever_handles_it(
     assert sum("(card-42) failed in" in line for line in lines) == 1  # the worker's own line
     library = [line for line in lines if "gateway refused card 42" in line]
     assert library[0].startswith("LIB acme.payments ") == bool(project_logging)
+
+
+@pytest.mark.parametrize("verbosity", [0, 1, 3])
+@pytest.mark.parametrize("name", ["django.tasks", "django_tasks"])
+def test_the_frameworks_lines_per_task_state_are_left_out(verbosity: int, name: str) -> None:
+    """The worker's line per job says the same, with the traceback: whoever handles the
+    framework's logger (Django 6's console with DEBUG on, LOGGING), and only while it runs."""
+    out, project = StringIO(), StringIO()
+    framework = logging.getLogger(name)
+    handler = logging.StreamHandler(project)  # as LOGGING (or Django's console) would
+    framework.addHandler(handler)
+    try:
+        with root_handlers(), worker_logging(verbosity, out):
+            framework.info("Task id=%s path=%s state=%s", "j1", "shop.tasks.a", "RUNNING")
+            framework.error("Task id=%s path=%s state=%s", "j1", "shop.tasks.a", "FAILED")
+            framework.warning("something else of the framework's")
+        framework.error("Task id=%s path=%s state=%s", "j2", "shop.tasks.a", "FAILED")
+    finally:
+        framework.removeHandler(handler)
+    assert "state=" not in out.getvalue()
+    assert project.getvalue() == (
+        "something else of the framework's\nTask id=j2 path=shop.tasks.a state=FAILED\n"
+    )
+    assert framework.filters == []

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import django
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -28,7 +27,7 @@ pytestmark = pytest.mark.processes
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUES = {
-    "default": {"MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 0.05, "LEASE": 30},
+    "default": {"MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 5, "LEASE": 30},
     "mail": {"MAX_ATTEMPTS": 1},
 }
 
@@ -38,6 +37,7 @@ from tests.settings import *  # noqa
 
 REDISLOCK = json.loads(os.environ["REDISLOCK_TEST_SETTINGS"])
 INSTALLED_APPS = [*INSTALLED_APPS, "reloadapp"]
+DEBUG = bool(os.environ.get("REDISLOCK_TEST_DEBUG"))  # Django's console shows django.tasks
 LOGGING_CONFIG = "logging.config.dictConfig"  # Django's default LOGGING, and the project's:
 if os.environ.get("REDISLOCK_TEST_LOGGING"):
     LOGGING = {
@@ -81,7 +81,9 @@ def site(redis_backend: Backend, settings: Any, tmp_path: Path) -> Path:
     return tmp_path
 
 
-def command(site: Path, settings: Any, *args: str, logging: str = "") -> subprocess.Popen[str]:
+def command(
+    site: Path, settings: Any, *args: str, logging: str = "", debug: bool = False
+) -> subprocess.Popen[str]:
     """``manage.py run_queue_worker ARGS`` in its own session (a terminal's Ctrl-C reaches
     the whole group: ``os.killpg``)."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as by default
@@ -89,6 +91,7 @@ def command(site: Path, settings: Any, *args: str, logging: str = "") -> subproc
         **environ,
         "REDISLOCK_TEST_SETTINGS": json.dumps(settings.REDISLOCK),
         "REDISLOCK_TEST_LOGGING": logging,
+        "REDISLOCK_TEST_DEBUG": "1" if debug else "",
         "DJANGO_SETTINGS_MODULE": "talk_settings",
         "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), *sys.path]),
     }
@@ -124,37 +127,52 @@ def done() -> list[int]:
     return [json.loads(v)["n"] for v in get_redis().lrange(DONE, 0, -1)]
 
 
-def test_one_line_per_job_on_stdout_with_djangos_default_logging(site: Path, settings: Any) -> None:
+@pytest.mark.parametrize("debug", [False, True], ids=["DEBUG-off", "DEBUG-on"])
+def test_one_line_per_job_on_stdout_with_djangos_default_logging(
+    site: Path, settings: Any, debug: bool
+) -> None:
+    """The same on Django 5.2 and 6.x, DEBUG on or off: a line per job at its outcome; a
+    failure's traceback once, under its line, from the task's own frame; none of the Tasks
+    framework's lines per task state (Django 6's console shows them when DEBUG is on)."""
     get_queue().enqueue("tests.tasks.record", args=[1], job_id="fine")
     get_queue().enqueue("tests.tasks.boom", job_id="again")
     get_queue().enqueue("os.system", args=["true"], job_id="evil")
     get_queue("mail").enqueue("tests.tasks.boom", job_id="poison")
     out, err, code = finish(
-        command(site, settings, "--burst", "--queue", "default", "--queue", "mail")
+        command(site, settings, "--burst", "--queue", "default", "--queue", "mail", debug=debug)
     )
     assert code == 0, err
     assert err == ""  # nothing left to Python's last-resort printing, nothing twice
     lines = out.splitlines()
     [fine] = [line for line in lines if "(fine)" in line]
-    assert fine.split(" ", 1)[1].startswith("default: tests.tasks.record (fine) OK in ")
+    assert fine.split(" ", 1)[1].startswith("default: tests.tasks.record (fine) succeeded in ")
     [again] = [line for line in lines if "(again)" in line]
     assert again.split(" ", 1)[1].startswith(
         "[WARNING] default: tests.tasks.boom (again) failed in "
     )
-    # the first retry's delay is drawn from [d/2, d], d the queue's RETRY_BACKOFF (50 ms)
+    # the first retry's delay is drawn from [d/2, d], d the queue's RETRY_BACKOFF (5 s)
     head, _, delay = again.rpartition(", runs again in ")
     assert head.endswith("ValueError: poison; attempt 1 of 2")
-    assert delay.endswith(" ms")
-    assert 25.0 <= float(delay[:-3]) <= 50.0
+    assert delay.endswith(" s")
+    assert 2.5 <= float(delay[:-2]) <= 5.0
     [poison] = [line for line in lines if "(poison)" in line]
-    assert poison.endswith("ValueError: poison; dead after 1 attempt(s)")
+    assert poison.split(" ", 1)[1].startswith("[ERROR] mail: tests.tasks.boom (poison) failed")
+    assert poison.endswith("ValueError: poison; dead after 1 attempt")
     [evil] = [line for line in lines if "(evil)" in line]
     assert "[ERROR] default: os.system (evil) refused: 'os.system' is not in an installed" in evil
-    # The Tasks framework's log of each failure, with its traceback: Django 6 logs it on
-    # "django.tasks", which Django's default LOGGING handles (on the console when DEBUG).
-    tracebacks = 2 if django.VERSION < (6, 0) else 0
-    assert out.count("Traceback (most recent call last)") == tracebacks
-    assert "state=RUNNING" not in out  # its INFO lines: at -v 3 only
+    # Each failure's traceback once, right under its line, only the task's frames.
+    assert out.count("Traceback (most recent call last):") == 2
+    for line in (again, poison):
+        trace = lines[lines.index(line) + 1 : lines.index(line) + 5]
+        assert trace[0] == "Traceback (most recent call last):"
+        assert trace[1].startswith('  File "')
+        assert trace[1].endswith(", in boom")
+        assert 'tests/tasks.py", line ' in trace[1]
+        assert trace[3] == "ValueError: poison"
+    assert "django_redislock/" not in out
+    assert "django/tasks" not in out
+    assert "django_tasks/" not in out
+    assert "state=" not in out  # the framework's lines per task state: never
 
 
 def test_a_project_logging_the_app_gets_each_line_once_its_own_way(

@@ -35,6 +35,13 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
+def summed(samples: Samples, name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples that carry ``labels`` (whatever their other labels:
+    every task of a queue, say)."""
+    wanted = set(labels.items())
+    return sum(v for (n, found), v in samples.items() if n == name and wanted <= found)
+
+
 def named(samples: Samples, name: str) -> dict[frozenset[tuple[str, str]], float]:
     return {labels: v for (n, labels), v in samples.items() if n == name}
 

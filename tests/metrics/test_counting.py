@@ -18,7 +18,7 @@ from django_redislock.signals import lock_acquired
 from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
 
-from .scraping import TOKEN, Samples, scrape, value
+from .scraping import TOKEN, Samples, scrape, summed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics.urls")]
 
@@ -28,7 +28,7 @@ def counting(settings: Any, **more: Any) -> None:
 
 
 def grown(before: Samples, after: Samples, name: str, **labels: str) -> float:
-    return value(after, name, **labels) - value(before, name, **labels)
+    return summed(after, name, **labels) - summed(before, name, **labels)
 
 
 def connected() -> bool:
@@ -105,6 +105,11 @@ def test_job_runs_are_counted_by_outcome(fake: Backend, settings: Any) -> None:
     )
     assert grown(before, after, "redislock_job_runs_total", queue="default", outcome="retried") == 2
     assert grown(before, after, "redislock_job_duration_seconds_count", queue="default") == 5
+    # by task too: a registered task's path, never an id or a path that names no task
+    record, boom = "tests.tasks.record", "tests.tasks.boom"
+    assert grown(before, after, "redislock_job_runs_total", task=record, outcome="succeeded") == 3
+    assert grown(before, after, "redislock_job_runs_total", task=boom, outcome="retried") == 2
+    assert grown(before, after, "redislock_job_duration_seconds_count", task=boom) == 2
     assert queue.counts() == job_counts(scheduled=2)
 
 

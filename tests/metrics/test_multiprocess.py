@@ -19,7 +19,7 @@ from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
 
 from ..tasks import DONE
-from .scraping import TOKEN, scrape, states, value
+from .scraping import TOKEN, scrape, states, summed, value
 
 pytestmark = [
     pytest.mark.django_db,
@@ -97,7 +97,7 @@ def test_a_scrape_matches_the_queues_and_every_run(
     assert value(samples, "redislock_queue_oldest_ready_age_seconds", queue="idle") > 0
 
     def runs(queue: str, outcome: str) -> float:
-        return value(samples, "redislock_job_runs_total", queue=queue, outcome=outcome)
+        return summed(samples, "redislock_job_runs_total", queue=queue, outcome=outcome)
 
     assert (runs("default", "succeeded"), runs("default", "retried"), runs("default", "dead")) == (
         40,
@@ -109,6 +109,6 @@ def test_a_scrape_matches_the_queues_and_every_run(
         0,
         3,
     )
-    assert value(samples, "redislock_job_duration_seconds_count", queue="default") == 44
-    assert value(samples, "redislock_job_duration_seconds_count", queue="strict") == 13
+    assert summed(samples, "redislock_job_duration_seconds_count", queue="default") == 44
+    assert summed(samples, "redislock_job_duration_seconds_count", queue="strict") == 13
     assert value(samples, "redislock_workers", queue="default") == 0  # gone: burst

@@ -45,7 +45,7 @@ from django_redislock.queue.worker.registry import Heartbeat
 from tests.support.counts import job_counts
 
 from ..conftest import Backend
-from .scraping import TOKEN, URL, Samples, named, parsed, scrape, states, value
+from .scraping import TOKEN, URL, Samples, named, parsed, scrape, states, summed, value
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics.urls")]
 
@@ -99,7 +99,7 @@ def test_the_gauges_and_counts_follow_a_worker_through_the_queue(
         assert value(middle, "redislock_workers", queue="default") == 1
 
         def grew(after: Samples, name: str, **labels: str) -> float:
-            return value(after, name, **labels) - value(before, name, **labels)
+            return summed(after, name, **labels) - summed(before, name, **labels)
 
         def runs(after: Samples, outcome: str) -> float:
             return grew(after, "redislock_job_runs_total", queue="default", outcome=outcome)

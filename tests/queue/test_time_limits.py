@@ -40,6 +40,8 @@ LIMIT_ERROR = "django_redislock.exceptions.JobTimeLimitExceeded"
 
 class ToRedis(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
+        if record.name == "django_redislock.worker" and record.levelno <= logging.ERROR:
+            return  # a job's line (dead: ERROR), as expected; anything else is a surprise
         line = f"{record.levelname} {record.getMessage()}"
         if record.exc_info:  # shown when a test finds an unexpected error
             line += "\n" + "".join(traceback.format_exception(*record.exc_info))

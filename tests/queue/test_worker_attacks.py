@@ -4,6 +4,7 @@ own manners. Real redis-servers (and Cluster where the path differs), real proce
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ except ImportError:  # Django 5.2: the backport
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
+from django_redislock.management.worker_logging import worker_logging
 from django_redislock.queue.queue import MAX_BATCH, Queue
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
@@ -396,7 +398,8 @@ def test_a_failure_is_logged_once(
 ) -> None:
     queue = queues(MAX_ATTEMPTS=1)
     queue.enqueue("tests.worker_tasks.raise_it", args=["kaboom"], job_id="bad")
-    with caplog.at_level(logging.INFO):
+    # As run_queue_worker logs: its own line per job, not the Tasks framework's too.
+    with caplog.at_level(logging.INFO), worker_logging(1, io.StringIO()):
         drain()
     tracebacks = [r for r in caplog.records if r.exc_info]
     assert len(tracebacks) == 1, [r.getMessage() for r in tracebacks]

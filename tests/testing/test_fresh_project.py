@@ -1,6 +1,6 @@
-"""Acceptance: a fresh project that follows the README's "Testing your project" recipe runs
-a job in its own test suite (``manage.py test``) with no Redis server anywhere: no
-``REDIS_URL``, and no ``redis-server`` on its PATH."""
+"""Acceptance: a fresh project that follows the testing how-to's recipe
+(docs/howto/testing.rst) runs a job in its own test suite (``manage.py test``) with no
+Redis server anywhere: no ``REDIS_URL``, and no ``redis-server`` on its PATH."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ if django.VERSION < (6, 0):
     INSTALLED_APPS.insert(0, "django_tasks")  # the Tasks backport (README: Install)
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}}
 
-# The README's test settings, as written there:
+# The how-to's test settings, as written there:
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
@@ -111,11 +111,9 @@ def test_a_fresh_project_runs_a_job_in_its_tests_without_redis(tmp_path: Path) -
 
 def test_the_fresh_project_uses_the_readme_recipe_as_written() -> None:
     """The settings and test code above are the README's, not a variant of them: each
-    recipe line is in the README's "Testing your project" section."""
-    readme = (ROOT / "README.rst").read_text()
-    section = readme.split("Testing your project\n====================\n", 1)[1]
-    section = section.split("\n=====", 1)[0]
-    recipe = SETTINGS.split("# The README's test settings, as written there:\n", 1)[1]
+    recipe line is in the testing how-to (docs/howto/testing.rst)."""
+    section = (ROOT / "docs" / "howto" / "testing.rst").read_text()
+    recipe = SETTINGS.split("# The how-to's test settings, as written there:\n", 1)[1]
     readme_lines = {line.strip() for line in section.splitlines()}
     for line in recipe.splitlines():
         assert line.strip() in readme_lines, f"not in the README's recipe: {line!r}"

@@ -35,7 +35,8 @@ class Command(BaseCommand):
             action="append",
             dest="ids",
             metavar="ID",
-            help="only this job (repeat for several); default: every job in the state",
+            help="only this job (repeat for several; an id that starts with '-' as "
+            "--id=-abc); default: every job in the state",
         )
         add_confirmation(parser)
 

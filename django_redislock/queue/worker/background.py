@@ -7,6 +7,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from ...exceptions import RedisUnavailable
+
 logger = logging.getLogger("django_redislock.queue.background")  # the name users' LOGGING knows
 
 
@@ -37,13 +39,23 @@ def periodic(
     seconds: float, step: Callable[[], None], what: str
 ) -> Callable[[threading.Event], None]:
     """A ``run`` for ``Background`` calling ``step`` every ``seconds`` until stopped. A step
-    that fails is logged and tried again on the next round: the thread must not die."""
+    that fails is logged (Redis away: in a line, once until it works again) and tried again
+    on the next round: the thread must not die."""
 
     def run(stopped: threading.Event) -> None:
+        said = ""  # Redis away: said once until a step works again
         while not stopped.wait(seconds):
             try:
                 step()
+            except RedisUnavailable as exc:
+                if str(exc) != said:
+                    logger.warning("%s failed: %s", what, exc)
+                said = str(exc)
             except Exception:
                 logger.warning("%s failed", what, exc_info=True)
+            else:
+                if said:
+                    logger.info("%s works again.", what)
+                said = ""
 
     return run

@@ -1,7 +1,7 @@
 """The worker's steps (a fetch, a wait for work) run so that a failure never ends the
-worker: Redis away, or a bug, is logged and waited out with a jittered backoff (up to
-``BACKOFF_MAX``); a connection found closed under it is remade at once, a few times in a
-row, before backing off."""
+worker: Redis away (said once until it is back), or a bug, is logged and waited out with a
+jittered backoff (up to ``BACKOFF_MAX``); a connection found closed under it is remade at
+once, a few times in a row, before backing off."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ class Retrying:
         self.stopping = stopping
         self.backoff = 0.1
         self.reconnects = 0  # failures in a row retried at once (connections found closed)
+        self.said = ""  # the last warning while Redis is away: said once, not each retry
 
     def attempt(self, step: Callable[..., Any], *args: Any) -> Any:
         """``step(*args)``, or False after waiting out a backoff when it failed."""
@@ -49,6 +50,9 @@ class Retrying:
             found = step(*args)
             self.backoff = 0.1
             self.reconnects = 0
+            if self.said:
+                self.said = ""
+                logger.info("Redis is reachable again.")
             return found
         except Exception as exc:
             if closed_under_us(exc) and self.reconnects < RECONNECT_AT_ONCE:
@@ -58,7 +62,10 @@ class Retrying:
                 logger.info("%s; reconnecting.", exc)
                 return False
             if isinstance(exc, RedisUnavailable):
-                logger.warning("%s; retrying in %.1fs.", exc, self.backoff)
+                # Once until Redis is back (or the reason changes); each retry at DEBUG.
+                level = logging.DEBUG if str(exc) == self.said else logging.WARNING
+                self.said = str(exc)
+                logger.log(level, "%s; retrying in %.1fs.", exc, self.backoff)
             else:
                 logger.exception("Fetching jobs failed; retry in %.1fs.", self.backoff)
             self.stopping.wait(self.backoff * random.uniform(0.5, 1))

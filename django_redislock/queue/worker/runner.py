@@ -4,7 +4,8 @@ failed (retried later, or dead), or buried when it cannot run. Running a job's t
 
 Whatever a task raises (``SystemExit`` and ``KeyboardInterrupt`` included) is a failed
 attempt of that job, as is running past its time limit (``time_limits``); the worker carries
-on.
+on. A task module that fails to import is no fault of the job: it is given back for later
+(``job_lines.IMPORT_RETRY``), no failure charged.
 """
 
 from __future__ import annotations
@@ -18,20 +19,19 @@ from typing import TYPE_CHECKING
 
 import redis
 
-from ...exceptions import InvalidTask, JobCancelled, RedisUnavailable, RetryLater
+from ...exceptions import (
+    InvalidTask,
+    JobCancelled,
+    RedisUnavailable,
+    RetryLater,
+    TaskImportFailed,
+)
+from ...history.recording import timed_run
 from ...signals import job_snoozed
 from ..execution import run_job
-from ..job_codec import error_text
 from ..queue import Job, Queue
-from ..retry_policy import (
-    NOT_RETRIED,
-    Outcome,
-    RetryPolicy,
-    after_failure,
-    check_own_options,
-    lapse_max_attempts,
-    policy,
-)
+from ..retry_policy import after_failure, check_own_options, lapse_max_attempts, policy
+from . import job_lines
 from .connections import close_stale_connections
 
 if TYPE_CHECKING:
@@ -48,9 +48,6 @@ class Runner:
     through ``leases``, failed (retried later, or dead), or buried when it cannot run.
     ``patience``: how long an outcome is retried while Redis is away."""
 
-    # One line per job, on the logger that ``run_queue_worker`` shows by default.
-    log = logging.getLogger("django_redislock.worker")
-
     def __init__(
         self, leases: Leases, *, patience: float, inline: bool, limits: TimeLimits | None = None
     ) -> None:
@@ -60,8 +57,7 @@ class Runner:
 
     def run(self, queue: Queue, job: Job) -> float:
         """Run one job and record its outcome; returns how long it ran (s). Logs one line
-        per job on ``django_redislock.worker``: INFO when it succeeded, WARNING when it
-        failed (ERROR when it was refused: it is not a task)."""
+        per job at its outcome (``job_lines``)."""
         if not self.leases.begin(queue, job):  # expired while leased ahead: never started
             self.leases.end(queue, job)
             return 0.0
@@ -70,20 +66,18 @@ class Runner:
         noted = lapse_max_attempts(queue, job)
         if noted is not None:  # a job by path of a task with its own: Redis must know it
             self._note_max_attempts(queue, job, noted)
-        if self.log.isEnabledFor(logging.DEBUG):
-            self.log.debug("%s: %s (%s) started", queue.name, job.task, job.id)
+        if job_lines.log.isEnabledFor(logging.DEBUG):
+            job_lines.log.debug("%s: %s (%s) started", queue.name, job.task, job.id)
         try:
             try:
                 if job.meta:  # options of its own: a corrupt one sets the job aside
                     check_own_options(job)
                 watch = None if self.limits is None else self.limits.watch(queue, job)
-                value = run_job(job, watch)
+                value = timed_run(queue, job, run_job, watch)  # in the task history
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: the task's own
                 self._failed(queue, job, exc, traceback.format_exc(), time.monotonic() - start)
             else:
-                if self.log.isEnabledFor(logging.INFO):  # (the drain's hot path otherwise)
-                    ran = took(time.monotonic() - start)
-                    self.log.info("%s: %s (%s) OK in %s", queue.name, job.task, job.id, ran)
+                job_lines.succeeded(queue, job, time.monotonic() - start)
                 self.leases.succeeded(queue, job, value)
                 self.processed += 1
             return time.monotonic() - start
@@ -100,9 +94,12 @@ class Runner:
 
     def _failed(self, queue: Queue, job: Job, exc: BaseException, trace: str, ran: float) -> None:
         # Logged before it is recorded: recording waits while Redis is away.
-        line = f"{queue.name}: {job.task or '?'} ({job.id})"
+        if isinstance(exc, TaskImportFailed):  # a deploy mistake: not the job's, given back
+            job_lines.not_imported(queue, job, exc, job_lines.IMPORT_RETRY)
+            self._settle(queue, partial(queue.snooze, job, job_lines.IMPORT_RETRY))
+            return
         if isinstance(exc, RetryLater):  # not a failure: runs again, nothing stored
-            self.log.info("%s asked to run again in %s (RetryLater)", line, took(exc.delay))
+            job_lines.snoozed(queue, job, exc.delay)
             self._settle(queue, partial(queue.snooze, job, exc.delay))
             if job_snoozed.receivers:
                 for receiver, error in job_snoozed.send_robust(
@@ -113,18 +110,15 @@ class Runner:
             return
         record: Callable[[], bool]
         if isinstance(exc, InvalidTask):  # never retried
-            self.log.error("%s refused: %s; dead", line, str(exc).rstrip("."))
+            job_lines.refused(queue, job, exc)
             record = partial(queue.bury, job, exc, trace)
         else:
-            # the Tasks framework logs the traceback (task_finished); a cancelled job is
-            # buried as such by Redis, whatever is recorded here
-            how = "cancelled" if isinstance(exc, JobCancelled) else "failed"
-            why = error_text(exc)[0].rstrip(".")  # "Class: text", even when str(exc) fails
             rules = policy(queue, job)
             outcome = after_failure(rules, job, exc)
-            self.log.warning(
-                "%s %s in %s: %s; %s", line, how, took(ran), why, _next(exc, rules, outcome)
-            )
+            if isinstance(exc, JobCancelled):  # buried as such by Redis, whatever is recorded
+                job_lines.cancelled(queue, job, ran)
+            else:
+                job_lines.failed(queue, job, exc, ran, rules, outcome)
             record = partial(queue.fail, job, exc, trace, outcome=outcome)
         self._settle(queue, record)
         self.failed += 1
@@ -151,22 +145,3 @@ class Runner:
             except Exception:  # a bug, or what a task left behind: never the worker's end
                 logger.exception("Could not record a job's outcome; it will run again.")
                 return
-
-
-def _next(exc: BaseException, rules: RetryPolicy, outcome: Outcome) -> str:
-    """What happens next to a job that failed, as its line says (attempts: failed ones;
-    ``RetryLater`` runs are not counted)."""
-    if isinstance(exc, JobCancelled):
-        return "dead"
-    if outcome.dead and outcome.reason == NOT_RETRIED:
-        return "dead at once (not in its retry_on)"
-    if outcome.dead:
-        return f"dead after {outcome.failures} attempt(s)"
-    return (
-        f"attempt {outcome.failures} of {rules.max_attempts}, runs again in {took(outcome.delay)}"
-    )
-
-
-def took(seconds: float) -> str:
-    """A duration as the worker's lines show it: in ms below a second."""
-    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"

@@ -13,6 +13,10 @@ Each tick is claimed and enqueued in one atomic step on the queue (the job id is
 ``schedule:<name>:<tick ms>``), so racing schedulers enqueue it once. A new entry starts at
 its next tick. After downtime only the latest missed tick is enqueued, unless the entry has
 ``"catch_up": True`` (then every missed tick, at most ``MAX_CATCH_UP``).
+
+An entry can be paused, resumed and run now (``schedule_state``: the admin and
+``manage.py redislock_schedule``); a paused entry's claim is a tick no scheduler reaches, so
+the scheduler skips it without a look of its own.
 """
 
 from __future__ import annotations
@@ -208,7 +212,7 @@ class Scheduler:
             call(queue.client, "SET", claim, latest_ms, "NX")
             return
         last_ms = int(claimed)
-        if last_ms >= latest_ms:
+        if last_ms >= latest_ms:  # claimed already, or paused (claimed up to FOREVER)
             return
         ticks = [latest]
         if entry.catch_up:

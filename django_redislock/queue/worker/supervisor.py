@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...exceptions import RedisUnavailable
+
 logger = logging.getLogger("django_redislock.worker")
 
 MAX_PROCESSES = 256
@@ -127,6 +129,8 @@ class Supervisor:
                 # acts on it (SIGTERM to each child), or a child would count two signals.
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 status = self.run_child(index)
+            except RedisUnavailable as exc:  # said in a line: the traceback tells nothing
+                logger.error("Worker process %d stopped: %s.", os.getpid(), exc)
             except BaseException:
                 logger.exception("Worker process %d failed.", os.getpid())
             finally:

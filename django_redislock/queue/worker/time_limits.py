@@ -93,11 +93,14 @@ class TimeLimits:
                 for w in self.watches.values()
                 if w.job.id == job_id and w.queue.name == queue.name
             ]
-        for watch in found:
-            logger.info(
-                "Job %s (%s) in %r was cancelled: stopping it.", job_id, watch.job.task, queue.name
-            )
-            watch.fire(JobCancelled)
+        for watch in found:  # asked at each renewal until it stops; its outcome line says it
+            if watch.fire(JobCancelled):
+                logger.debug(
+                    "%s: %s (%s) cancelled while running: stopping it.",
+                    queue.name,
+                    watch.job.task,
+                    job_id,
+                )
         return bool(found)
 
     def add(self, watch: Watch) -> None:
@@ -149,15 +152,22 @@ class TimeLimits:
         with self.changed:
             if id(watch) not in self.watches:
                 return  # it ended meanwhile
+        # A cancelled job is buried when its lease runs out, never delivered again.
+        then = (
+            "delivered again"
+            if watch.kind is JobTimeLimitExceeded
+            else "buried as cancelled, not run again"
+        )
         logger.warning(
-            "Job %s (%s) in %r is still running %g s after its %s: it ignores %s, or is "
-            "blocked in C code. Its lease is no longer renewed (it will be delivered again "
-            "when the lease runs out); in process mode its worker process is ended.",
-            watch.job.id,
-            watch.job.task,
+            "%s: %s (%s) is still running %g s after its %s: it ignores %s, or is blocked in "
+            "C code. Its lease is no longer renewed (when it runs out the job is %s); in "
+            "process mode its worker process is ended.",
             watch.queue.name,
+            watch.job.task,
+            watch.job.id,
             watch.grace,
             "time limit" if watch.kind is JobTimeLimitExceeded else "cancel",
             watch.kind.__name__,
+            then,
         )
         self.overdue(watch.queue, watch.job)

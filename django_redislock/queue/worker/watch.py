@@ -163,11 +163,11 @@ class Watch:
             raise exc
         raise kind(message) from exc
 
-    def fire(self, kind: type[BaseException] = JobTimeLimitExceeded) -> None:
+    def fire(self, kind: type[BaseException] = JobTimeLimitExceeded) -> bool:
         """In the watcher's (or the renewer's) thread: raise ``kind`` in the job, unless it
-        just ended or another reason already fired."""
+        just ended or another reason already fired (then False)."""
         if not self.gate.acquire(blocking=False):
-            return
+            return False
         self.kind = kind
         try:
             if self.cancel is not None:
@@ -185,3 +185,4 @@ class Watch:
         finally:
             self.sent_at = time.monotonic()
             self.sent = True
+        return True

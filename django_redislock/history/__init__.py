@@ -1,0 +1,8 @@
+"""Per-task history: for each task of a queue and each minute of the last day, how many of
+its jobs ran, how many failed, and a histogram of their durations (whence p50 and p95).
+
+Kept in Redis in fixed time buckets (``keys``) that expire a day after their last minute: the
+memory a task takes does not grow with its number of jobs. The worker records each run in
+memory and sends what it gathered once a second, one pipeline per queue (``recording``);
+the admin and the metrics read it back (``reading``).
+"""
