@@ -71,7 +71,7 @@ else
   if REDISLOCK_SETUP_ONLY=1 bash scripts/django6_leg.sh; then
     (
       began=$SECONDS
-      PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} --junit-xml=$six_xml" bash scripts/django6_leg.sh "$@"
+      PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} --durations=15 --junit-xml=$six_xml" bash scripts/django6_leg.sh "$@"
       rc=$?
       echo $((SECONDS - began)) >"$six_time"
       exit "$rc"
@@ -86,7 +86,7 @@ fi
 five_name="pytest, Django $("$VENV/bin/python" -m django --version)"
 echo "== $five_name, $("$VENV/bin/python" --version)${six_pid:+, beside the Django 6 leg (its output follows at the end)}"
 began=$SECONDS
-PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} --junit-xml=$five_xml" "$VENV/bin/python" -m pytest "$@"
+PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} --durations=15 --junit-xml=$five_xml" "$VENV/bin/python" -m pytest "$@"
 five_rc=$?
 record "$five_name" "$five_rc" $((SECONDS - began)) \
   "$([ "$five_rc" = 0 ] && echo passed || echo FAILED): $(pytest_counts "$five_xml")"

@@ -13,6 +13,15 @@ from redis.exceptions import ReadOnlyError
 from ..exceptions import RedisUnavailable
 
 UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError)
+UNREACHABLE = "Redis is unreachable"
+
+
+def why_unreachable(exc: BaseException) -> BaseException:
+    """What to say after "Redis is unreachable" for ``exc``: its cause when ``exc`` says
+    that already (never "Redis is unreachable (Redis is unreachable (…))"), else itself."""
+    if str(exc).startswith(UNREACHABLE) and exc.__cause__ is not None:
+        return exc.__cause__
+    return exc
 
 
 def mapped(conn: Any, exc: BaseException) -> BaseException:
@@ -25,7 +34,7 @@ def mapped(conn: Any, exc: BaseException) -> BaseException:
     if isinstance(exc, ReadOnlyError):
         error: BaseException = RedisUnavailable(f"Redis is read-only, failing over? ({exc})")
     elif isinstance(exc, (*UNAVAILABLE, OSError)):
-        error = RedisUnavailable(f"Redis is unreachable ({exc})")
+        error = RedisUnavailable(f"{UNREACHABLE} ({exc})")
     else:
         return exc
     error.__cause__ = exc
@@ -39,4 +48,4 @@ def unavailable_as_error() -> Iterator[None]:
     try:
         yield
     except (*UNAVAILABLE, OSError) as exc:
-        raise RedisUnavailable(f"Redis is unreachable ({exc})") from exc
+        raise RedisUnavailable(f"{UNREACHABLE} ({exc})") from exc

@@ -8,7 +8,9 @@ that admits as many commands at once as the pool can serve beside what threads k
 ``fastpath``) and the wake-up listener (see ``wakeups``). A command beyond that waits for one
 to end, pushed by the semaphore's release. When the pool is full anyway (the cache's own
 traffic shares it), the command tries again, jittered, for up to ``CONNECTION_WAIT``: then
-Redis is not keeping up and ``RedisUnavailable`` says so. The pools built from ``URL``
+Redis is not keeping up and ``RedisUnavailable`` says so. So does a command whose new
+connection did not open within its connect timeout (nothing was sent: a loaded event loop
+or server, not a Redis gone). The pools built from ``URL``
 (standalone and Cluster) are ``BlockingConnectionPool``s waiting as long: a plain read
 outside the gate (a job's hash, a listing) waits for a connection too.
 
@@ -28,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from redis.exceptions import MaxConnectionsError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..conf import conf
 from ..exceptions import RedisUnavailable
@@ -37,6 +40,10 @@ CONNECTION_WAIT = 10.0
 # What a pool says when every connection is out: MaxConnectionsError, or the timeout of a
 # BlockingConnectionPool (a ConnectionError with this text).
 _BLOCKING_POOL_EMPTY = "No connection available"
+# What redis-py says when a new connection did not open within its connect timeout: no
+# command was sent, so sending it again on another try is safe. (A busy event loop, or a
+# server too busy to accept for a moment: Redis is healthy, and the command waits.)
+_CONNECT_TIMEOUT = "Timeout connecting to server"
 
 T = TypeVar("T")
 
@@ -78,6 +85,24 @@ def is_exhausted(exc: BaseException) -> bool:
     return isinstance(exc, MaxConnectionsError) or _BLOCKING_POOL_EMPTY in str(exc)
 
 
+def is_connect_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` says a new connection did not open in time (nothing was sent)."""
+    return isinstance(exc, RedisTimeoutError) and _CONNECT_TIMEOUT in str(exc)
+
+
+def _try_again(client: Any, exc: Exception, deadline: float, pause: float) -> None:
+    """Return when the command that raised ``exc`` may be tried again; else raise."""
+    cause = exc.__cause__ if isinstance(exc, RedisUnavailable) else exc
+    if cause is None:
+        raise exc
+    late = time.monotonic() + pause > deadline
+    if is_exhausted(cause):
+        if late:
+            raise _too_long(client) from exc
+    elif not is_connect_timeout(cause) or late:
+        raise exc
+
+
 def _too_long(client: Any) -> RedisUnavailable:
     return RedisUnavailable(
         f"No free Redis connection within {CONNECTION_WAIT:g}s: all {pool_size(client)} of "
@@ -99,11 +124,7 @@ def with_connection(client: Any, command: Callable[[], T]) -> T:
             try:
                 return command()
             except Exception as exc:  # redis-py's ConnectionError, or our RedisUnavailable
-                cause = exc.__cause__ if isinstance(exc, RedisUnavailable) else exc
-                if cause is None or not is_exhausted(cause):
-                    raise
-                if time.monotonic() + pause > deadline:
-                    raise _too_long(client) from exc
+                _try_again(client, exc, deadline, pause)
             time.sleep(random.uniform(pause / 2, pause))
             pause = min(pause * 2, 0.05)
     finally:
@@ -142,11 +163,7 @@ async def async_with_connection(client: Any, command: Callable[[], Awaitable[T]]
             try:
                 return await command()
             except Exception as exc:
-                cause = exc.__cause__ if isinstance(exc, RedisUnavailable) else exc
-                if cause is None or not is_exhausted(cause):
-                    raise
-                if time.monotonic() + pause > deadline:
-                    raise _too_long(client) from exc
+                _try_again(client, exc, deadline, pause)
             await asyncio.sleep(random.uniform(pause / 2, pause))
             pause = min(pause * 2, 0.05)
     finally:

@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ..conf import ON_REDIS_ERROR_CHOICES, conf
 from ..exceptions import RedisUnavailable
 from ..names import validate_name
+from ..redis.failures import why_unreachable
 from .keys import ANONYMOUS_CHOICES, KeyRefused, KeyTemplate
 
 logger = logging.getLogger("django_redislock.view_guard")  # its name before views/
@@ -160,14 +161,14 @@ class ViewGuard:
         if policy == "fail-open" and not never_open:
             logger.warning(
                 "Redis is unreachable (%s); running %s WITHOUT %s (ON_REDIS_ERROR 'fail-open').",
-                exc,
+                why_unreachable(exc),
                 self.view_name,
                 what,
             )
             return True
         logger.error(
             "Redis is unreachable (%s); %s answered 503 instead of checking %s%s.",
-            exc,
+            why_unreachable(exc),
             self.view_name,
             what,
             f" ({never_open})" if policy == "fail-open" else "",

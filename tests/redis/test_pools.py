@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+import redis
 
 from django_redislock import AsyncLock, Lock, get_redis
 from django_redislock.exceptions import RedisUnavailable
@@ -139,3 +140,65 @@ def test_the_nudge_leaves_nothing_behind(small_pool, redis_server):
 
     assert asyncio.run(nudge()) == 1
     assert 0 < redis_server.client().pttl("redislock:{L0}:~wakeups:t") <= 1000
+
+
+def connect_timeouts(times: int, then: Any) -> Any:
+    """A command whose first ``times`` tries find that a new connection did not open in time
+    (redis-py's own error: nothing was sent), then runs ``then``."""
+    tries = []
+
+    def command() -> Any:
+        tries.append(1)
+        if len(tries) <= times:
+            raise RedisUnavailable("Redis is unreachable") from redis.TimeoutError(
+                "Timeout connecting to server"
+            )
+        return then()
+
+    command.tries = tries  # type: ignore[attr-defined]
+    return command
+
+
+def test_a_connection_that_opened_too_late_is_tried_again(redis_backend: Any) -> None:
+    client = get_redis()
+    command = connect_timeouts(2, lambda: call(client, "PING"))
+    assert pools.with_connection(client, command) == b"PONG"
+    assert len(command.tries) == 3
+
+
+def test_a_read_that_timed_out_is_never_sent_again(redis_backend: Any) -> None:
+    tries = []
+
+    def command() -> Any:
+        tries.append(1)
+        raise RedisUnavailable("Redis is unreachable") from redis.TimeoutError(
+            "Timeout reading from socket"
+        )
+
+    with pytest.raises(RedisUnavailable):
+        pools.with_connection(get_redis(), command)
+    assert tries == [1]  # the command may have run: not sent twice
+
+
+def test_connections_that_never_open_give_up_at_the_deadline(
+    redis_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pools, "CONNECTION_WAIT", 0.2)
+    command = connect_timeouts(10**9, lambda: None)
+    with pytest.raises(RedisUnavailable) as raised:
+        pools.with_connection(get_redis(), command)
+    assert "Timeout connecting to server" in str(raised.value.__cause__)
+    assert len(command.tries) > 1
+
+
+def test_an_asyncio_connection_that_opened_too_late_is_tried_again(redis_backend: Any) -> None:
+    async def main() -> Any:
+        client = get_async_redis()
+
+        async def ping() -> Any:
+            return await client.ping()
+
+        command = connect_timeouts(2, ping)
+        return await pools.async_with_connection(client, command), len(command.tries)
+
+    assert asyncio.run(main()) == (True, 3)
