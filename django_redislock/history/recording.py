@@ -82,6 +82,9 @@ class Recorder:
 
     def _reset(self) -> None:
         self.lock = threading.Lock()
+        # One flush at a time: when ``flush`` returns, every run counted before it was sent
+        # (or dropped), even when the thread's own flush had taken them first.
+        self.sending = threading.Lock()
         self.pending: Pending = {}
         self.thread: threading.Thread | None = None
         self.warned = -WARN_EVERY
@@ -109,6 +112,12 @@ class Recorder:
                 )
                 self.thread.start()
 
+    def discard(self) -> None:
+        """Forget what was counted and not sent yet, once a send under way has ended (a
+        test switching Redis servers)."""
+        with self.sending, self.lock:
+            self.pending = {}
+
     def _run(self) -> None:
         while True:
             time.sleep(self.flush_every)
@@ -117,6 +126,10 @@ class Recorder:
     def flush(self) -> int:
         """Send what was counted, one pipeline per queue; how many (task, minute) were
         sent. A queue whose pipeline fails is logged and its counts dropped."""
+        with self.sending:
+            return self._send_pending()
+
+    def _send_pending(self) -> int:
         with self.lock:
             taken, self.pending = self.pending, {}
         sent = 0

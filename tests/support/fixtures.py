@@ -42,6 +42,11 @@ def configure_backend(request: pytest.FixtureRequest, settings: Any, kind: str) 
     else:
         url = request.getfixturevalue("redis_cluster").url
         settings.REDISLOCK = {"URL": url, "CLUSTER": True}
+    # Job runs an earlier test counted and the history thread has not sent yet (it sends
+    # once a second) would land in this test's Redis.
+    from django_redislock.history.recording import RECORDER
+
+    RECORDER.discard()
     backend = Backend(kind, get_redis(), url)
     backend.flush()
     return backend
