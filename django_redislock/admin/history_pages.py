@@ -1,10 +1,9 @@
 """The admin's task history pages: every task's last day (runs, failures, p50, p95 and a
 sparkline), and one task's charts over the last hours with its recent jobs.
 
-The recent jobs of a task are found by a bounded scan, as no index keeps the jobs by task:
-the ``SCANNED`` most recent finished jobs, the ``SCANNED`` most recent dead ones, and the
-first ``SCANNED`` running and scheduled (a failed job waiting to be retried), filtered by
-task; the page says so."""
+A task's recent jobs come from its index (``history.recent``): the latest ``RECENT`` to
+start or end a run, each shown in its current state; the page says how many of them are no
+longer kept, and how many entries of the index were unreadable."""
 
 from __future__ import annotations
 
@@ -18,15 +17,15 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from ..conf import conf
 from ..history.durations import RELATIVE_ERROR
+from ..history.keys import RECENT
 from ..history.reading import MAX_HOURS, Minute, merged_minutes, series, summaries
-from ..history.recording import OTHER, task_label
+from ..history.recent import RecentJob, recent_jobs
+from ..history.recording import OTHER
 from ..queue.jobs import JobState
 from ..queue.queue import Job, get_queue
 from .charts import Chart, chart, sparkline
 from .rendering import Rendering, corrupt
 
-SCANNED = 200  # jobs looked at in each state for a task's recent ones
-SHOWN = 20
 HOURS = (1, 6, 24)
 MAX_TASK = 1000  # the longest task path a URL may ask for
 POINTS = 240  # a chart's most points: minutes are merged above that
@@ -97,7 +96,7 @@ class HistoryPages(Rendering):
                 "runs": runs,
                 "failures": sum(m.failures for m in read.minutes),
                 "skipped": read.skipped,
-                "jobs": self._recent_jobs(q, task),
+                **self._recent_jobs(q, task),
             }
 
         extra = {
@@ -106,31 +105,28 @@ class HistoryPages(Rendering):
             "task": task,
             "hours": hours,
             "choices": [(h, self.task_url(queue, task, h)) for h in HOURS],
-            "scanned": SCANNED,
+            "recent": RECENT,
+            "running_url": self._url("jobs", queue, JobState.RUNNING.value),
             "error_percent": round(RELATIVE_ERROR * 100),
         }
         title = f"Task “{task[:120]}” of queue “{queue}”"
         return self._page(request, "task.html", title, load, extra)
 
-    def _recent_jobs(self, q: Any, task: str) -> list[dict[str, Any]]:
-        found: list[tuple[float, Job]] = []
-        for state in (JobState.RUNNING, JobState.SCHEDULED, JobState.DEAD, JobState.DONE):
-            for job, score in q.scored_jobs(state, 0, SCANNED):
-                path = job.task or ""
-                if path == task or (task == OTHER and task_label(path) == OTHER):
-                    when = job.finished or job.started or score
-                    found.append((float(when), job))
-        found.sort(key=lambda pair: pair[0], reverse=True)
+    def _recent_jobs(self, q: Any, task: str) -> dict[str, Any]:
+        found = recent_jobs(q, task)
         now = time.time()
-        return [
-            {
-                "job": job,
-                "url": self.job_url(q.name, job.id),
-                "took": _took(job),
-                "ago": now - job.finished / 1000 if job.finished else None,
-            }
-            for _, job in found[:SHOWN]
-        ]
+        rows = [self._job_row(q.name, recent, now) for recent in found.jobs]
+        return {"jobs": rows, "gone": found.gone, "index_skipped": found.skipped}
+
+    def _job_row(self, queue: str, recent: RecentJob, now: float) -> dict[str, Any]:
+        job = recent.job
+        return {
+            "job": job,
+            "url": self.job_url(queue, job.id),
+            "took": _took(job),
+            "ago": max(0.0, now - recent.at / 1000),
+            "running": job.state == JobState.RUNNING,  # (its last start, else its last end)
+        }
 
 
 def _took(job: Job) -> str:

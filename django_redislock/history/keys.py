@@ -10,9 +10,13 @@ flush of one queue is one pipeline to one Cluster node:
     base hist:h<hour>:<task>   hash  the same hour's totals (hour = epoch hour): ``n``, ``f``,
                                      ``h<k>``; what the tasks' 24 h summaries read
     base hist:tasks            zset  the tasks recorded; score = when last (epoch ms)
+    base hist:recent:<task>    zset  the task's recent jobs: job id -> when it last started
+                                     or ended a run (epoch ms); the ``RECENT`` latest only
 
 Each bucket expires ``KEEP`` after its end (plus ``MARGIN``, for clocks that differ between
-hosts); a task not seen for that long leaves ``hist:tasks`` at the next flush.
+hosts); a task not seen for that long leaves ``hist:tasks`` at the next flush. A task's
+recent jobs are trimmed to ``RECENT`` at each flush that adds to them, and expire
+``KEEP + MARGIN`` after it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..queue.keys import QueueKeys
 SPAN_MINUTES = 10
 KEEP = 24 * 3600  # seconds of history shown
 MARGIN = 300
+RECENT = 50  # the jobs a task's index of recent jobs keeps
 
 
 class HistoryKeys:
@@ -38,6 +43,10 @@ class HistoryKeys:
     def hour(self, task: str, hour: int) -> str:
         """The totals of ``task`` in epoch hour ``hour``."""
         return f"{self.base}h{hour}:{task}"
+
+    def recent(self, task: str) -> str:
+        """The index of the recent jobs of ``task``."""
+        return f"{self.base}recent:{task}"
 
 
 def span_expiry(span: int) -> int:

@@ -6,6 +6,10 @@ idle one nothing). A flush that fails is logged and its counts are dropped: the 
 is a statistic, and recording it never fails or delays a job. What a process gathered and
 had not sent when it was killed (at most ``FLUSH_EVERY``) is lost; an ordinary exit sends it.
 
+The same flush (``sending``) keeps each task's index of recent jobs: the id of each job that
+started or ended a run, by when, the ``RECENT`` latest. A job is noted as it starts, so the
+index holds the running ones too.
+
 Only registered tasks have a history of their own: a job whose path names no ``@task``
 (hostile, or a task since removed) counts under ``OTHER``, so what Redis keeps is bounded by
 the tasks the code defines, never by what was enqueued.
@@ -26,7 +30,8 @@ from ..exceptions import RetryLater, TaskImportFailed
 from ..queue.queue import Job, Queue
 from ..queue.retry_policy import registered_task
 from .durations import bucket
-from .keys import KEEP, MARGIN, SPAN_MINUTES, HistoryKeys, hour_expiry, span_expiry
+from .keys import RECENT
+from .sending import Counts, Jobs, Minutes, send
 
 logger = logging.getLogger(__name__)
 
@@ -39,22 +44,25 @@ T = TypeVar("T")
 
 
 @dataclass
-class Counts:
-    """Runs of one task in one minute: how many, how many failed, and their durations."""
+class Gathered:
+    """What a process gathered for one queue since its last flush."""
 
-    runs: int = 0
-    failures: int = 0
-    buckets: dict[int, int] = field(default_factory=dict)
+    queue: Queue
+    minutes: Minutes = field(default_factory=dict)
+    jobs: Jobs = field(default_factory=dict)
 
-    def add(self, other: Counts) -> None:
-        self.runs += other.runs
-        self.failures += other.failures
-        for index, count in other.buckets.items():
-            self.buckets[index] = self.buckets.get(index, 0) + count
+    def note(self, task: str, job_id: str, at_ms: int) -> None:
+        ids = self.jobs.get(task)
+        if ids is None:
+            ids = self.jobs[task] = {}
+        ids.pop(job_id, None)  # (its latest moment last: the dict keeps insertion order)
+        ids[job_id] = at_ms
+        if len(ids) > RECENT:  # only the latest RECENT are kept in Redis anyway
+            del ids[next(iter(ids))]
 
 
-# (queue name, connection alias) -> (the queue, {(task, epoch minute): counts})
-Pending = dict[tuple[str, "str | None"], tuple[Queue, dict[tuple[str, int], Counts]]]
+# (queue name, connection alias) -> what was gathered for that queue
+Pending = dict[tuple[str, "str | None"], Gathered]
 
 _known: set[str] = set()
 
@@ -90,27 +98,48 @@ class Recorder:
         self.warned = -WARN_EVERY
 
     def add(
-        self, queue: Queue, task: str, seconds: float, *, failed: bool, now: float | None = None
+        self,
+        queue: Queue,
+        task: str,
+        seconds: float,
+        *,
+        failed: bool,
+        now: float | None = None,
+        job_id: str | None = None,
     ) -> None:
         """Count a run of ``task`` (a label: see ``task_label``) in ``queue`` that took
-        ``seconds`` and ended at ``now`` (epoch s)."""
-        minute = int((time.time() if now is None else now) // 60)
+        ``seconds`` and ended at ``now`` (epoch s); with ``job_id``, that job ended then
+        (the task's recent jobs)."""
+        at = time.time() if now is None else now
+        minute = int(at // 60)
         index = bucket(seconds)
         with self.lock:
-            found = self.pending.get((queue.name, queue.using))
-            if found is None:
-                found = self.pending[(queue.name, queue.using)] = (queue, {})
-            counts = found[1].get((task, minute))
+            gathered = self._gathered(queue)
+            counts = gathered.minutes.get((task, minute))
             if counts is None:
-                counts = found[1][(task, minute)] = Counts()
+                counts = gathered.minutes[(task, minute)] = Counts()
             counts.runs += 1
             counts.failures += failed
             counts.buckets[index] = counts.buckets.get(index, 0) + 1
-            if self.thread is None:
-                self.thread = threading.Thread(
-                    target=self._run, name="redislock-history", daemon=True
-                )
-                self.thread.start()
+            if job_id is not None:
+                gathered.note(task, job_id, int(at * 1000))
+
+    def started(self, queue: Queue, task: str, job_id: str, now: float | None = None) -> None:
+        """Note that job ``job_id`` of ``task`` (a label) started a run at ``now`` (epoch s),
+        in the task's recent jobs."""
+        at_ms = int((time.time() if now is None else now) * 1000)
+        with self.lock:
+            self._gathered(queue).note(task, job_id, at_ms)
+
+    def _gathered(self, queue: Queue) -> Gathered:
+        """(Under ``lock``.) What was gathered for ``queue``; the thread started if need be."""
+        gathered = self.pending.get((queue.name, queue.using))
+        if gathered is None:
+            gathered = self.pending[(queue.name, queue.using)] = Gathered(queue)
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="redislock-history", daemon=True)
+            self.thread.start()
+        return gathered
 
     def discard(self) -> None:
         """Forget what was counted and not sent yet, once a send under way has ended (a
@@ -133,10 +162,11 @@ class Recorder:
         with self.lock:
             taken, self.pending = self.pending, {}
         sent = 0
-        for queue, minutes in taken.values():
+        for gathered in taken.values():
+            queue = gathered.queue
             try:
-                send(queue, minutes)
-                sent += len(minutes)
+                send(queue, gathered.minutes, jobs=gathered.jobs)
+                sent += len(gathered.minutes)
             except Exception as exc:  # Redis away, read-only, out of memory: never a job's
                 now = time.monotonic()
                 level = logging.WARNING if now - self.warned >= WARN_EVERY else logging.DEBUG
@@ -146,60 +176,40 @@ class Recorder:
         return sent
 
 
-def send(queue: Queue, minutes: dict[tuple[str, int], Counts], now: float | None = None) -> None:
-    """Add ``minutes`` to the history of ``queue`` in Redis: one pipeline."""
-    keys = HistoryKeys(queue.keys)
-    hours: dict[tuple[str, int], Counts] = {}
-    spans: set[tuple[str, int]] = set()
-    pipe = queue.client.pipeline(transaction=False)
-    for (task, minute), counts in minutes.items():
-        span, offset = divmod(minute, SPAN_MINUTES)
-        spans.add((task, span))
-        key = keys.span(task, span)
-        _increments(pipe, key, f"{offset}:", counts)
-        hours.setdefault((task, minute // 60), Counts()).add(counts)
-    for (task, hour), counts in hours.items():
-        key = keys.hour(task, hour)
-        _increments(pipe, key, "", counts)
-        pipe.expireat(key, hour_expiry(hour))
-    for task, span in spans:
-        pipe.expireat(keys.span(task, span), span_expiry(span))
-    now_ms = int((time.time() if now is None else now) * 1000)
-    pipe.zadd(keys.tasks, {task: now_ms for task, _ in hours})
-    pipe.zremrangebyscore(keys.tasks, "-inf", now_ms - (KEEP + MARGIN) * 1000)
-    pipe.expire(keys.tasks, KEEP + MARGIN)
-    pipe.execute()
-
-
-def _increments(pipe: Any, key: str, prefix: str, counts: Counts) -> None:
-    pipe.hincrby(key, prefix + "n", counts.runs)
-    if counts.failures:
-        pipe.hincrby(key, prefix + "f", counts.failures)
-    for index, count in counts.buckets.items():
-        pipe.hincrby(key, f"{prefix}h{index}", count)
-
-
 RECORDER = Recorder()
 
 
 def timed_run(queue: Queue, job: Job, run: Callable[[Job, Any], T], watch: Any) -> T:
     """``run(job, watch)``, its duration and outcome recorded in the task history of
     ``queue`` (a ``RetryLater`` is no run, nor a job given back because its task's module
-    failed to import: neither is recorded)."""
+    failed to import: neither is counted, though the job is among its task's recent jobs)."""
+    label = _started(queue, job)
     start = time.monotonic()
     try:
         value = run(job, watch)
     except (RetryLater, TaskImportFailed):
         raise
     except BaseException:
-        _record(queue, job, time.monotonic() - start, failed=True)
+        _record(queue, job, label, time.monotonic() - start, failed=True)
         raise
-    _record(queue, job, time.monotonic() - start, failed=False)
+    _record(queue, job, label, time.monotonic() - start, failed=False)
     return value
 
 
-def _record(queue: Queue, job: Job, seconds: float, *, failed: bool) -> None:
+def _started(queue: Queue, job: Job) -> str | None:
+    """The job's label, once its start is noted (None: that failed, and was logged)."""
     try:
-        RECORDER.add(queue, task_label(job.task), seconds, failed=failed)
+        label = task_label(job.task)
+        RECORDER.started(queue, label, job.id)
+    except Exception:  # a bug here must not fail the job
+        logger.exception("Could not note a job's start in the task history")
+        return None
+    return label
+
+
+def _record(queue: Queue, job: Job, label: str | None, seconds: float, *, failed: bool) -> None:
+    try:
+        task = task_label(job.task) if label is None else label
+        RECORDER.add(queue, task, seconds, failed=failed, job_id=job.id)
     except Exception:  # a bug here must not fail the job
         logger.exception("Could not count a job run in the task history")

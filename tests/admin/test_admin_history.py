@@ -1,6 +1,7 @@
 """The task history pages of the admin through the test client: the tasks' last day, a
-task's charts (inline SVG) and recent jobs, an unreadable history skipped rather than a 500,
-Redis away shown as such. On fakeredis, a real redis-server and a Cluster."""
+task's charts (inline SVG) and recent jobs (from the task's index: a rarely run task's among
+busy ones, those no longer kept counted), an unreadable history or index skipped rather than
+a 500, Redis away shown as such. On fakeredis, a real redis-server and a Cluster."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import pytest
 from django.test import Client
 
 from django_redislock.history import recording
-from django_redislock.history.keys import SPAN_MINUTES, HistoryKeys
+from django_redislock.history.keys import RECENT, SPAN_MINUTES, HistoryKeys
 from django_redislock.history.recording import OTHER, Recorder
 from django_redislock.queue.queue import Queue
 from django_redislock.queue.worker.loop import Worker
 from tests.support.fixtures import Backend
+from tests.support.history_checks import assert_kept_a_day, assert_under_hash_tag
 from tests.support.servers import free_port
 
 from .test_admin import QUEUES, html, staff_client, url
@@ -69,7 +71,8 @@ def test_the_tasks_and_a_task_page_show_what_the_worker_ran(
     assert counts["runs"].startswith("M")
     assert durations["p50"].startswith("M")
     assert durations["p95"].startswith("M")
-    assert page.count('<tr data-job="') == 6  # the recent jobs, from the finished ones
+    assert page.count('<tr data-job="') == 6  # the recent jobs, from the task's index
+    assert page.count("<td>done</td><td>ended ") == 6
     boom = html(task_page(admin_client, "default", "tests.tasks.boom"))
     assert "1 run, 1 failed" in boom
     assert boom.count('<tr data-job="') == 1
@@ -123,6 +126,73 @@ def test_an_unreadable_history_is_skipped_never_a_500(
     page = html(admin_client.get(url("tasks")))
     assert "Its history in Redis is unreadable" in page
     assert "WRONGTYPE" in page
+
+
+def test_a_rarely_run_task_shows_its_jobs_among_many_busy_ones(
+    queue: Queue, backend: Backend, admin_client: Client
+) -> None:
+    rare = queue.enqueue("tests.tasks.tracked", args=[0])
+    run_worker()
+    queue.enqueue_many([{"task": TASK, "args": [n]} for n in range(300)])  # all finish later
+    run_worker()
+    recording.RECORDER.flush()
+    page = html(task_page(admin_client, "default", "tests.tasks.tracked"))
+    assert page.count('<tr data-job="') == 1
+    assert f'<tr data-job="{rare.id}">' in page
+    assert "<td>done</td>" in page
+    busy = html(task_page(admin_client, "default", TASK))
+    assert busy.count('<tr data-job="') == RECENT
+    assert f"The last {RECENT} jobs of this task to start or end a run" in busy
+    keys = HistoryKeys(queue.keys)
+    for task in (TASK, "tests.tasks.tracked"):
+        assert_kept_a_day(backend.client, keys.recent(task))
+        assert_under_hash_tag(queue, keys.recent(task))
+    assert backend.client.zcard(keys.recent(TASK)) == RECENT
+
+
+def test_recent_jobs_no_longer_kept_are_counted_not_shown(
+    queue: Queue, admin_client: Client
+) -> None:
+    failed = queue.enqueue("tests.tasks.boom")  # retried in a minute: scheduled
+    kept = queue.enqueue("tests.tasks.boom")
+    run_worker()
+    recording.RECORDER.flush()
+    page = html(task_page(admin_client, "default", "tests.tasks.boom"))
+    assert page.count("<td>scheduled</td><td>ended ") == 2
+    assert queue.delete(failed.id)
+    page = html(task_page(admin_client, "default", "tests.tasks.boom"))
+    assert page.count('<tr data-job="') == 1
+    assert f'<tr data-job="{kept.id}">' in page
+    assert "1 of its recent jobs is no longer kept" in page
+    assert queue.delete(kept.id)
+    page = html(task_page(admin_client, "default", "tests.tasks.boom"))
+    assert "2 of its recent jobs are no longer kept" in page
+    assert '<tr><td colspan="5">None.</td></tr>' in page
+
+
+def test_an_unreadable_recent_jobs_index_is_skipped_never_a_500(
+    queue: Queue, backend: Backend, admin_client: Client
+) -> None:
+    job = queue.enqueue(TASK, args=[1])
+    run_worker()
+    recording.RECORDER.flush()
+    keys = HistoryKeys(queue.keys)
+    planted = {b"\xff<b>": 1, b"<script>{x}": 2, b"": 3}
+    backend.client.zadd(keys.recent(TASK), planted)
+    response = task_page(admin_client, "default", TASK)
+    assert response.status_code == 200
+    page = html(response)
+    assert "3 unreadable entries in this task's recent jobs were skipped" in page
+    assert f'<tr data-job="{job.id}">' in page
+    assert "<script>" not in page
+    backend.client.delete(keys.recent(TASK))
+    backend.client.hset(keys.recent(TASK), "a", "b")
+    response = task_page(admin_client, "default", TASK)
+    assert response.status_code == 200
+    page = html(response)
+    assert "1 unreadable entry in this task's recent jobs was skipped" in page
+    assert "1 run, 0 failed" in page  # the rest of the page shows
+    assert '<tr><td colspan="5">None.</td></tr>' in page
 
 
 def test_redis_unreachable_is_shown_not_a_500(admin_client: Client, settings: Any) -> None:

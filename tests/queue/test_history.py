@@ -1,6 +1,7 @@
 """The per-task history (``django_redislock.history``): minutes in fixed buckets that roll
 over and expire a day after, percentiles within the stated error, task names bounded by the
-registered tasks, unreadable fields skipped, and a recording that never fails a job. On
+registered tasks, each task's recent jobs indexed (trimmed, expiring, read back as they are
+now), unreadable fields and entries skipped, and a recording that never fails a job. On
 fakeredis, a real server and a real Cluster."""
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from django_redislock import get_queue
 from django_redislock.exceptions import RetryLater, TaskImportFailed
 from django_redislock.history import recording
 from django_redislock.history.durations import RELATIVE_ERROR, TOP, bucket, estimate, percentile
-from django_redislock.history.keys import KEEP, MARGIN, SPAN_MINUTES, HistoryKeys
+from django_redislock.history.keys import RECENT, SPAN_MINUTES, HistoryKeys
 from django_redislock.history.reading import series, summaries, tasks
+from django_redislock.history.recent import RecentJobs, recent_jobs
 from django_redislock.history.recording import OTHER, Recorder, task_label
 from django_redislock.queue.worker.loop import Worker
 from tests.support.counts import job_counts
 from tests.support.fixtures import Backend
+from tests.support.history_checks import assert_kept_a_day, assert_under_hash_tag
 from tests.support.servers import free_port
 
 pytestmark = pytest.mark.django_db
@@ -94,15 +97,112 @@ def test_each_bucket_expires_a_day_after_its_last_minute(backend: Backend) -> No
     queue = get_queue()
     now = time.time()
     recorder = Recorder()
-    recorder.add(queue, TASK, 0.01, failed=False, now=now)
+    recorder.add(queue, TASK, 0.01, failed=False, now=now, job_id="j1")
     recorder.flush()
     keys = HistoryKeys(queue.keys)
     minute = int(now // 60)
-    span_ttl = backend.client.ttl(keys.span(TASK, minute // SPAN_MINUTES))
-    hour_ttl = backend.client.ttl(keys.hour(TASK, minute // 60))
-    assert KEEP < span_ttl <= KEEP + SPAN_MINUTES * 60 + MARGIN
-    assert KEEP < hour_ttl <= KEEP + 3600 + MARGIN
-    assert 0 < backend.client.ttl(keys.tasks) <= KEEP + MARGIN
+    assert_kept_a_day(backend.client, keys.span(TASK, minute // SPAN_MINUTES), SPAN_MINUTES * 60)
+    assert_kept_a_day(backend.client, keys.hour(TASK, minute // 60), 3600)
+    assert_kept_a_day(backend.client, keys.tasks)
+    assert_kept_a_day(backend.client, keys.recent(TASK))
+
+
+def test_recent_jobs_are_indexed_trimmed_and_under_the_hash_tag(backend: Backend) -> None:
+    queue = get_queue()
+    now = time.time()
+    recorder = Recorder()
+    for n in range(RECENT + 10):  # more than are kept, in one flush
+        recorder.add(queue, TASK, 0.01, failed=False, now=now - 100 + n, job_id=f"a{n}")
+    assert len(recorder.pending[("default", None)].jobs[TASK]) == RECENT  # (in memory too)
+    recorder.started(queue, OTHER, "stray", now=now)
+    recorder.flush()
+    keys = HistoryKeys(queue.keys)
+    index = backend.client.zrevrange(keys.recent(TASK), 0, -1, withscores=True)
+    assert [(m.decode(), s) for m, s in index] == [
+        (f"a{n}", float(int((now - 100 + n) * 1000))) for n in reversed(range(10, RECENT + 10))
+    ]
+    assert backend.client.zrange(keys.recent(OTHER), 0, -1) == [b"stray"]
+    assert tasks(queue) == [TASK]  # (a start alone is no run)
+    for n in range(20):  # a second flush: Redis trims what the two hold together
+        recorder.add(queue, TASK, 0.01, failed=False, now=now + n, job_id=f"b{n}")
+    recorder.flush()
+    newest = [m.decode() for m in backend.client.zrevrange(keys.recent(TASK), 0, -1)]
+    assert newest == [f"b{n}" for n in reversed(range(20))] + [
+        f"a{n}" for n in reversed(range(30, RECENT + 10))
+    ]
+    for key in (keys.recent(TASK), keys.recent(OTHER)):
+        assert_under_hash_tag(queue, key)
+        assert_kept_a_day(backend.client, key)
+    assert_under_hash_tag(queue, keys.span(TASK, 1))
+    assert_under_hash_tag(queue, keys.hour(TASK, 1))
+
+
+def test_recent_jobs_read_back_each_as_it_is_now(backend: Backend, settings: Any) -> None:
+    """Noted as it starts (so a running job is there), again as it ends; read back in its
+    current state, the latest first; an id whose job is gone, or now another task's, is
+    counted as gone."""
+    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {"MAX_ATTEMPTS": 1}}}
+    queue = get_queue()
+    first, second = queue.enqueue(TASK, args=[1]), queue.enqueue(TASK, args=[2])
+    (job,) = queue.pop()
+    seen: list[Any] = []
+
+    def run(job: Any, watch: Any) -> None:
+        recording.RECORDER.flush()
+        seen.extend(recent_jobs(queue, TASK).jobs)
+
+    recording.timed_run(queue, job, run, None)
+    assert [(r.job.id, r.job.state) for r in seen] == [(first.id, "running")]
+    queue.ack(job, "1")  # (kept with its result, as a worker does)
+    Worker(["default"], burst=True).run()
+    recording.RECORDER.flush()
+    found = recent_jobs(queue, TASK)
+    assert [(r.job.id, r.job.state) for r in found.jobs] == [
+        (second.id, "done"),
+        (first.id, "done"),
+    ]
+    assert found.jobs[0].at >= found.jobs[1].at
+    assert (found.gone, found.skipped) == (0, 0)
+    keys = HistoryKeys(queue.keys)
+    other = queue.enqueue("tests.tasks.boom")
+    backend.client.zadd(keys.recent(TASK), {"no-such-job": 1, other.id: 2})
+    found = recent_jobs(queue, TASK)
+    assert [r.job.id for r in found.jobs] == [second.id, first.id]
+    assert (found.gone, found.skipped) == (2, 0)
+    queue.enqueue_many([{"task": f"tests.nowhere{n}.task"} for n in range(3)])
+    Worker(["default"], burst=True).run()
+    recording.RECORDER.flush()
+    assert [r.job.state for r in recent_jobs(queue, OTHER).jobs] == ["dead"] * 3
+    assert [r.job.task for r in recent_jobs(queue, "tests.tasks.boom").jobs] == ["tests.tasks.boom"]
+    with pytest.raises(ValueError, match="task"):
+        recent_jobs(queue, "")
+
+
+def test_an_unreadable_recent_jobs_index_is_skipped_and_counted(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue = get_queue()
+    job = queue.enqueue(TASK, args=[1])
+    keys = HistoryKeys(queue.keys)
+    planted = {b"\xff\xfe": 5, b"": 6, b"a{b}": 7, b"x" * 5000: 8, b"tab\there": 9}
+    backend.client.zadd(keys.recent(TASK), {**planted, job.id: 10, "later": "inf"})
+    found = recent_jobs(queue, TASK)
+    assert [r.job.id for r in found.jobs] == [job.id]
+    assert (found.gone, found.skipped) == (0, 6)
+    # the key of another type: nothing shown, one skipped; the next flush starts it anew
+    backend.client.delete(keys.recent(TASK))
+    backend.client.set(keys.recent(TASK), "not a sorted set")
+    assert recent_jobs(queue, TASK) == RecentJobs(TASK, [], 0, 1)
+    recorder = Recorder()
+    recorder.add(queue, TASK, 0.01, failed=False, job_id=job.id)
+    with caplog.at_level(logging.WARNING, "django_redislock.history.sending"):
+        assert recorder.flush() == 1
+    assert "was no sorted set: deleted" in caplog.text
+    assert tasks(queue) == [TASK]  # what else the flush sent is there
+    assert backend.client.type(keys.recent(TASK)) == b"none"
+    recorder.add(queue, TASK, 0.01, failed=False, job_id=job.id)
+    recorder.flush()
+    assert [r.job.id for r in recent_jobs(queue, TASK).jobs] == [job.id]
 
 
 def test_jobs_under_a_worker_are_recorded_and_unknown_tasks_share_one_bucket(
