@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import sys
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis, machine
 
 # Run as a script, this file's directory comes first on sys.path, where ``queue.py`` beside
 # it would shadow the standard library's ``queue``: it goes last, and the repository first.
@@ -348,26 +348,17 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     )
     args = parser.parse_args(argv)
 
-    url, server = redis_url()
-    if not settings.configured:
-        configure()
-    r = redis.Redis.from_url(url)
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(
-        f"Redis {r.info('server')['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-        f"Django {django.get_version()}; {os.cpu_count()} CPUs, load average {load}"
-    )
-    try:
+    with benchmark_redis(flush=True) as url:
+        if not settings.configured:
+            configure()
+        r = redis.Redis.from_url(url)
+        print(machine(r, url, f"Django {django.get_version()}"))
         queues = {QUEUE: {"LEASE": 3600, "RESULT_TTL": 86400}}
         options = {"URL": url, "QUEUES": queues, "SCHEDULE": SCHEDULE}
         with override_settings(REDISLOCK=options):
             rows = measure(r, args.jobs, args.locks, args.runs, args.finished)
         report(rows, args.runs)
         return rows
-    finally:
-        r.flushdb()
-        if server is not None:
-            server.cleanup()
 
 
 if __name__ == "__main__":

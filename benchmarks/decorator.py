@@ -18,7 +18,6 @@ The overhead of a variant is its median minus the unguarded median.
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import itertools
 import os
@@ -26,11 +25,11 @@ import signal
 import socket
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis, command_line, machine
+from benchmarks.timing import alternating_samples, percentile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -109,21 +108,10 @@ def setup(url: str) -> None:
 def time_rounds(
     request: Callable[[str], None], rounds: int, per_round: int
 ) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
     _replayed[0] = f"bench-replayed-{next(_keys)}"
-    order = list(VARIANTS)
-    for name in order:  # warm up: connections, scripts, URL resolver caches
-        for _ in range(50):
-            request(VARIANTS[name])
-    for _ in range(rounds):
-        order.reverse()
-        for name in order:
-            target = VARIANTS[name]
-            for _ in range(per_round):
-                began = time.perf_counter()
-                request(target)
-                samples[name].append(time.perf_counter() - began)
-    return samples
+    return alternating_samples(
+        list(VARIANTS), lambda name: request(VARIANTS[name]), rounds, per_round
+    )
 
 
 def through_test_client(rounds: int, per_round: int) -> dict[str, list[float]]:
@@ -174,11 +162,6 @@ def through_http(rounds: int, per_round: int) -> dict[str, list[float]]:
         os.waitpid(pid, 0)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def report(title: str, samples: dict[str, list[float]]) -> None:
     base = statistics.median(samples["unguarded"])
     print(title)
@@ -197,32 +180,21 @@ def report(title: str, samples: dict[str, list[float]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer requests")
+    parser = command_line(__doc__, "fewer requests")
     args = parser.parse_args()
     rounds, per_round = (4, 100) if args.quick else (10, 400)
 
-    url, server = redis_url()
-    setup(url)
-    import redis
+    with benchmark_redis() as url:
+        setup(url)
+        import redis
 
-    info = redis.Redis.from_url(url).info("server")
-    print(
-        f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-        f"Django {django.get_version()}; {os.cpu_count()} CPUs\n"
-    )
-    try:
+        print(machine(redis.Redis.from_url(url), url, f"Django {django.get_version()}") + "\n")
         report("Django test client (no network)", through_test_client(rounds, per_round))
         print()
         report(
             "Real HTTP server (threaded WSGI, another process, keep-alive)",
             through_http(rounds, per_round),
         )
-    finally:
-        if server is not None:
-            server.cleanup()
 
 
 if __name__ == "__main__":

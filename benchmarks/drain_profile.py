@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis
 from benchmarks.queue import BATCH, NOOP, setup
 
 # Parts of a job's life, by the functions cProfile saw (a file fragment, optionally
@@ -153,8 +153,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25, help="functions listed by own time")
     parser.add_argument("--rounds", type=int, default=5, help="plain drains")
     args = parser.parse_args()
-    url, server = redis_url()
-    try:
+    with benchmark_redis() as url:
         setup(url)
         logging.getLogger("django_redislock").setLevel(logging.WARNING)
         r = redis.Redis.from_url(url)
@@ -207,9 +206,6 @@ def main() -> None:
         for tottime, calls, name in sorted(rows, reverse=True)[: args.top]:
             short = name.split("site-packages/")[-1].split("django_redislock/")[-1]
             print(f"{tottime / args.jobs * 1e6:8.2f}{calls / args.jobs:8.2f}  {short[-90:]}")
-    finally:
-        if server is not None:
-            server.stop()
 
 
 if __name__ == "__main__":

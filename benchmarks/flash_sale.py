@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis
 
 
 def main() -> None:
@@ -31,17 +31,19 @@ def main() -> None:
     args = parser.parse_args()
     attempts = args.attempts or math.ceil(args.stock * 1.1 / args.buyers)
 
-    os.environ["REDIS_URL"], server = redis_url()  # the shop's settings read it
-    folder = tempfile.mkdtemp(prefix="flash-sale-")
-    os.environ["SHOP_DB"] = os.path.join(folder, "shop.sqlite3")
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "example_project"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
+    with benchmark_redis() as url:
+        os.environ["REDIS_URL"] = url  # the shop's settings read it
+        folder = tempfile.mkdtemp(prefix="flash-sale-")
+        os.environ["SHOP_DB"] = os.path.join(folder, "shop.sqlite3")
+        sys.path.insert(
+            0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "example_project")
+        )
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        import django
 
-    django.setup()
-    from shop.management.commands.flash_sale_demo import Command
+        django.setup()
+        from shop.management.commands.flash_sale_demo import Command
 
-    try:
         command = Command(stdout=io.TextIOWrapper(sys.stdout.buffer, write_through=True))
         rows = command.run(
             {
@@ -64,9 +66,6 @@ def main() -> None:
             ),
         ):
             print(f"  {name:42s} {value!s:>8}  {'ok' if ok else 'FAIL'}")
-    finally:
-        if server is not None:
-            server.stop()
 
 
 if __name__ == "__main__":

@@ -16,14 +16,13 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 import statistics
 import time
 from typing import Any
 
-from benchmarks import queue_redis
+from benchmarks import command_line, queue_redis
 
 TASK = "benchmarks.queue_tasks.redislock_noop"
 DAY_MINUTES = 24 * 60
@@ -99,10 +98,7 @@ def recording_cost(queue: Any, jobs: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer timed jobs")
+    parser = command_line(__doc__, "fewer timed jobs")
     options = parser.parse_args()
     with queue_redis() as (_, r):
         from django_redislock import get_queue

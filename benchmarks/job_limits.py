@@ -19,17 +19,14 @@ Each row is the median of the rounds, interleaved (the order alternates each rou
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 
 import redis
 
+from benchmarks import benchmark_redis, command_line, machine
 from benchmarks import queue as queue_bench
-from benchmarks import redis_url
 
 KEYED_JOBS, USERS, HOT_JOBS = 10000, 1000, 1000
 
@@ -105,21 +102,13 @@ def measure(r: redis.Redis, rounds: int, jobs: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="one round of 2,000 jobs")
+    parser = command_line(__doc__, "one round of 2,000 jobs")
     args = parser.parse_args()
-    url, server = redis_url()
-    queue_bench.setup(url)
-    r = redis.Redis.from_url(url)
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(
-        f"Redis {r.info('server')['redis_version']}; Python {sys.version.split()[0]}; "
-        f"{os.cpu_count()} CPUs, load average {load}\n"
-    )
-    rounds, jobs = (1, 2000) if args.quick else (3, KEYED_JOBS)
-    try:
+    with benchmark_redis(flush=True) as url:
+        queue_bench.setup(url)
+        r = redis.Redis.from_url(url)
+        print(machine(r) + "\n")
+        rounds, jobs = (1, 2000) if args.quick else (3, KEYED_JOBS)
         started = time.monotonic()
         found = measure(r, rounds, jobs)
         base = found["plain"]
@@ -134,10 +123,6 @@ def main() -> None:
         ):
             print(f"  {label:36}{ratio:6.2f}x  {'PASS' if ratio >= 0.8 else 'FAIL'}")
         print(f"\n({time.monotonic() - started:.0f} s)")
-    finally:
-        r.flushdb()
-        if server is not None:
-            server.cleanup()
 
 
 if __name__ == "__main__":

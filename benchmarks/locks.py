@@ -20,7 +20,6 @@ its ratios to ``Lock`` are printed against the targets of issue 14.
 
 from __future__ import annotations
 
-import argparse
 import math
 import multiprocessing
 import os
@@ -30,7 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis, command_line, machine
+from benchmarks.timing import hand_offs, pairs_per_second, percentile, take_in_turn, until_blocked
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -177,26 +177,11 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
 
 
 def uncontended(url: str, rounds: int, seconds: float) -> dict[str, float]:
-    pairs: dict[str, list[float]] = {name: [] for name in CONTENDERS}
     made = {
         name: factory(url, f"bench-u-{i}", 10)
         for i, (name, factory) in enumerate(CONTENDERS.items())
     }
-    order = list(made.items())
-    for _ in range(rounds):
-        order.reverse()  # alternate, so no contender always runs right after the same one
-        for name, (acquire, release) in order:
-            count, end = 0, time.perf_counter() + seconds
-            start = time.perf_counter()
-            while True:
-                for _ in range(200):
-                    acquire()
-                    release()
-                count += 200
-                if time.perf_counter() >= end:
-                    break
-            pairs[name].append(count / (time.perf_counter() - start))
-    return {name: statistics.median(values) for name, values in pairs.items()}
+    return pairs_per_second(made, rounds, seconds)
 
 
 # --- hand-off latency between two processes
@@ -207,44 +192,21 @@ def _handoff_waiter(url: str, kind: str, name: str, conn: Any) -> None:
 
     reset_connections()
     acquire, release = HANDOFF[kind](url, name, 30)
-    while conn.recv() == "go":
-        acquire(blocking=True)
-        held = time.perf_counter()
-        release()
-        conn.send(held)
-
-
-def _until_blocked(r: Any, idle: float) -> None:
-    """Wait until the waiter is blocked in Redis: for push-based locks until Redis counts a
-    blocked client (polling keeps every process awake, so no VM idle wake-up penalty hides
-    the mechanism); for polling locks, or with ``idle``, a plain sleep."""
-    if idle:
-        time.sleep(idle)
-        return
-    deadline = time.perf_counter() + 0.2
-    while r.info("clients")["blocked_clients"] < 1 and time.perf_counter() < deadline:
-        pass
+    take_in_turn(conn, lambda: acquire(blocking=True), release)
 
 
 def handoff(url: str, kind: str, iterations: int, idle: float = 0.0) -> list[float]:
-    ctx = multiprocessing.get_context("fork")
     name = f"bench-h-{kind.replace(' ', '-')}"
-    parent, child = ctx.Pipe()
-    waiter = ctx.Process(target=_handoff_waiter, args=(url, kind, name, child), daemon=True)
-    waiter.start()
-    acquire, release = HANDOFF[kind](url, name, 30)
+
+    def holder() -> Any:
+        acquire, release = HANDOFF[kind](url, name, 30)
+        return (lambda: acquire(blocking=True)), release
+
     probe = client(url)
-    latencies = []
-    for _ in range(iterations):
-        assert acquire(blocking=True)
-        parent.send("go")
-        _until_blocked(probe, idle or (0.0 if kind in PUSHED else 0.005))
-        released = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
-        release()
-        latencies.append(parent.recv() - released)
-    parent.send("stop")
-    waiter.join(10)
-    return latencies
+    idle = idle or (0.0 if kind in PUSHED else 0.005)
+    return hand_offs(
+        _handoff_waiter, (url, kind, name), holder, lambda: until_blocked(probe, idle), iterations
+    )
 
 
 HANDOFF: dict[str, Callable[..., Any]] = {
@@ -310,16 +272,8 @@ CONTENTION: dict[str, Callable[..., Any]] = {
 }
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter runs")
+    parser = command_line(__doc__, "fewer rounds, shorter runs")
     parser.add_argument(
         "--only",
         choices=["uncontended", "handoff", "contention"],
@@ -329,12 +283,9 @@ def main() -> None:
     parts = {args.only} if args.only else {"uncontended", "handoff", "contention"}
     rounds, seconds, iterations, window = (4, 0.3, 100, 3.0) if args.quick else (20, 0.4, 500, 5.0)
 
-    url, server = redis_url()
-    setup(url)
-    info = client(url).info("server")
-    python = sys.version.split()[0]
-    print(f"Redis {info['redis_version']} at {url}; Python {python}; {os.cpu_count()} CPUs\n")
-    try:
+    with benchmark_redis() as url:
+        setup(url)
+        print(machine(client(url), url) + "\n")
         if "uncontended" in parts:
             _uncontended(url, rounds, seconds)
         if "handoff" in parts:
@@ -345,9 +296,6 @@ def main() -> None:
             for kind in CONTENTION:
                 rate, share = contention(url, kind, 16, window)
                 print(f"  {kind:24}{rate:8.1f}{share:15.2f}")
-    finally:
-        if server is not None:
-            server.cleanup()
 
 
 def _uncontended(url: str, rounds: int, seconds: float) -> None:

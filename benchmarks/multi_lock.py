@@ -17,18 +17,16 @@ Measures:
 
 from __future__ import annotations
 
-import argparse
 import math
-import multiprocessing
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import redis_url
-from benchmarks.locks import client, percentile, setup
+from benchmarks import benchmark_redis, command_line, machine
+from benchmarks.locks import client, setup
+from benchmarks.timing import hand_offs, pairs_per_second, percentile, take_in_turn, until_blocked
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -93,20 +91,7 @@ CONTENDERS: dict[str, Callable[[str, str], Pair]] = {
 
 def uncontended(url: str, rounds: int, seconds: float) -> dict[str, float]:
     made = {name: factory(url, f"u{i}") for i, (name, factory) in enumerate(CONTENDERS.items())}
-    pairs: dict[str, list[float]] = {name: [] for name in made}
-    order = list(made.items())
-    for _ in range(rounds):
-        order.reverse()  # alternate, so no contender always runs right after the same one
-        for name, (acquire, release) in order:
-            count, start = 0, time.perf_counter()
-            end = start + seconds
-            while time.perf_counter() < end:
-                for _ in range(100):
-                    assert acquire()
-                    release()
-                count += 100
-            pairs[name].append(count / (time.perf_counter() - start))
-    return {name: statistics.median(values) for name, values in pairs.items()}
+    return pairs_per_second(made, rounds, seconds, batch=100)
 
 
 # --- hand-off: the holder (a MultiLock, or a Lock) releases; a Lock in another process,
@@ -119,11 +104,7 @@ def _waiter(name: str, conn: Any) -> None:
 
     reset_connections()
     lock = Lock(name, ttl=30)
-    while conn.recv() == "go":
-        lock.acquire(math.inf)
-        held = time.perf_counter()
-        lock.release()
-        conn.send(held)
+    take_in_turn(conn, lambda: lock.acquire(math.inf), lock.release)
 
 
 def handoff(url: str, kind: str, iterations: int) -> list[float]:
@@ -131,46 +112,25 @@ def handoff(url: str, kind: str, iterations: int) -> list[float]:
     from django_redislock.locks.multi_lock import MultiLock
 
     names = [f"h-{kind.replace(' ', '-')}:{name}" for name in NAMES]
-    holder: Any = MultiLock(names, ttl=30) if kind == "MultiLock" else Lock(names[-1], ttl=30)
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    waiter = ctx.Process(target=_waiter, args=(names[-1], child), daemon=True)
-    waiter.start()
+
+    def holder() -> Pair:
+        held: Any = MultiLock(names, ttl=30) if kind == "MultiLock" else Lock(names[-1], ttl=30)
+        return (lambda: held.acquire(math.inf)), held.release
+
     probe = client(url)
-    latencies = []
-    for _ in range(iterations):
-        assert holder.acquire(math.inf)
-        parent.send("go")
-        deadline = time.perf_counter() + 0.2
-        while probe.info("clients")["blocked_clients"] < 1 and time.perf_counter() < deadline:
-            pass
-        released = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
-        holder.release()
-        latencies.append(parent.recv() - released)
-    parent.send("stop")
-    waiter.join(10)
-    return latencies
+    return hand_offs(_waiter, (names[-1],), holder, lambda: until_blocked(probe), iterations)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter runs")
+    parser = command_line(__doc__, "fewer rounds, shorter runs")
     args = parser.parse_args()
     rounds, seconds, iterations = (4, 0.3, 100) if args.quick else (20, 0.4, 500)
 
-    url, server = redis_url()
-    setup(url)
-    info = client(url).info("server")
-    python = sys.version.split()[0]
-    print(f"Redis {info['redis_version']} at {url}; Python {python}; {os.cpu_count()} CPUs\n")
-    try:
+    with benchmark_redis() as url:
+        setup(url)
+        print(machine(client(url), url) + "\n")
         _uncontended(url, rounds, seconds)
         _handoffs(url, iterations)
-    finally:
-        if server is not None:
-            server.cleanup()
 
 
 def _uncontended(url: str, rounds: int, seconds: float) -> None:

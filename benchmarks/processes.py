@@ -20,7 +20,7 @@ import os
 import time
 from typing import Any
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis
 from benchmarks.queue import setup
 
 CPU_LOOP = 150_000  # about 10 ms of Python per job here
@@ -64,8 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer jobs")
     options = parser.parse_args()
-    url, server = redis_url()
-    try:
+    with benchmark_redis() as url:
         setup(url)
         noop_count, cpu_count = (4000, 100) if options.quick else (20000, 400)
         noop = [
@@ -98,9 +97,6 @@ def main() -> None:
             f"\n  --processes 2 / --processes 1: no-op {two[0] / one[0]:.2f}x, "
             f"CPU-bound {two[1] / one[1]:.2f}x"
         )
-    finally:
-        if server is not None:
-            server.stop()
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ from __future__ import annotations
 import os
 import sys
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis, command_line, machine
 
 # Run as a script, this file's directory comes first on sys.path, where this file would
 # shadow the standard library's ``queue``: it goes last, and the repository root first.
@@ -65,11 +65,9 @@ sys.path.sort(
 )
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import argparse
 import dataclasses
 import importlib.metadata
 import json
-import math
 import multiprocessing
 import random
 import signal
@@ -83,6 +81,8 @@ from typing import Any
 import django
 import redis
 from django.conf import settings
+
+from benchmarks.timing import percentile
 
 # The Tasks backend: with django-redislock's own, the "Task.enqueue" row is measured too.
 IMMEDIATE_BACKEND = "django_tasks.backends.immediate.ImmediateBackend"
@@ -442,11 +442,6 @@ def memory_per_job(r: redis.Redis, contender: Any, jobs: int) -> tuple[float, fl
 # --- report -------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else math.nan
-
-
 COLUMNS = [  # key, header, decimals
     ("enqueue", "enqueue/s", 0),
     ("cpu", "CPU us/enq", 1),
@@ -607,10 +602,7 @@ def measure(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer rounds, fewer jobs")
+    parser = command_line(__doc__, "fewer rounds, fewer jobs")
     parser.add_argument(
         "--only",
         choices=["enqueue"],
@@ -624,27 +616,18 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    url, server = redis_url()
-    setup(url)
-    r = redis.Redis.from_url(url)
-    versions = ", ".join(f"{p} {importlib.metadata.version(p)}" for p in ("rq", "huey", "redis"))
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(
-        f"Redis {r.info('server')['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-        f"Django {django.get_version()}; {versions}\n{os.cpu_count()} CPUs, load average "
-        f"{load}; Tasks backend {TASKS_BACKEND}\n"
-    )
-    try:
+    with benchmark_redis(flush=True) as url:
+        setup(url)
+        r = redis.Redis.from_url(url)
+        versions = [f"{p} {importlib.metadata.version(p)}" for p in ("rq", "huey", "redis")]
+        print(machine(r, url, f"Django {django.get_version()}", *versions))
+        print(f"Tasks backend {TASKS_BACKEND}\n")
         plan = QUICK if args.quick else FULL
         if args.rounds:
             plan = dataclasses.replace(plan, rounds=args.rounds)
         results = measure(r, url, plan, args.only == "enqueue")
         report(results)
         targets(results)
-    finally:
-        r.flushdb()
-        if server is not None:
-            server.cleanup()
 
 
 if __name__ == "__main__":

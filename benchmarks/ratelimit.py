@@ -20,14 +20,13 @@ Uses ``REDIS_URL`` when set, else starts a ``redis-server`` of its own on a free
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis, command_line, machine
+from benchmarks.timing import alternating_samples
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -63,12 +62,6 @@ def build_urls() -> list[Any]:
     ]
 
 
-def timed(call: Callable[[], Any]) -> float:
-    began = time.perf_counter()
-    call()
-    return time.perf_counter() - began
-
-
 def through_test_client(rounds: int, per_round: int) -> dict[str, list[float]]:
     from django.test import Client
 
@@ -80,22 +73,7 @@ def through_test_client(rounds: int, per_round: int) -> dict[str, list[float]]:
         assert response.status_code == status, (name, response.status_code)
 
     client.get("/refused/1/")  # its one pass of the day
-    return alternate(list(VARIANTS), request, rounds, per_round)
-
-
-def alternate(
-    names: list[str], run: Callable[[str], None], rounds: int, per_round: int
-) -> dict[str, list[float]]:
-    """Samples per name, in rounds of alternating order so that drift hits all alike."""
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    for name in names:  # warm up: connections, scripts, URL resolver caches
-        for _ in range(50):
-            run(name)
-    for _ in range(rounds):
-        names.reverse()
-        for name in names:
-            samples[name].extend(timed(lambda n=name: run(n)) for _ in range(per_round))
-    return samples
+    return alternating_samples(list(VARIANTS), request, rounds, per_round)
 
 
 def direct(rounds: int, per_round: int) -> dict[str, list[float]]:
@@ -105,7 +83,7 @@ def direct(rounds: int, per_round: int) -> dict[str, list[float]]:
     limit = RateLimit("bench-direct", rate="10000/s")
     client = get_redis()
     calls = {"unguarded": lambda: call(client, "INCR", "bench-incr"), "RateLimit.hit()": limit.hit}
-    return alternate(list(calls), lambda name: calls[name](), rounds, per_round)
+    return alternating_samples(list(calls), lambda name: calls[name](), rounds, per_round)
 
 
 def the_minute(seconds: float) -> bool:
@@ -141,27 +119,19 @@ def the_minute(seconds: float) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer requests")
+    parser = command_line(__doc__, "fewer requests")
     parser.add_argument("--skip-minute", action="store_true", help="skip the 61-s 5/m check")
     args = parser.parse_args()
     rounds, per_round = (4, 100) if args.quick else (10, 400)
 
-    url, server = redis_url()
-    setup(url)
-    import benchmarks.decorator
+    with benchmark_redis() as url:
+        setup(url)
+        import benchmarks.decorator
 
-    benchmarks.decorator.urlpatterns[:] = build_urls()
-    import redis
+        benchmarks.decorator.urlpatterns[:] = build_urls()
+        import redis
 
-    info = redis.Redis.from_url(url).info("server")
-    print(
-        f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-        f"Django {django.get_version()}; {os.cpu_count()} CPUs\n"
-    )
-    try:
+        print(machine(redis.Redis.from_url(url), url, f"Django {django.get_version()}") + "\n")
         report("Django test client (no network)", through_test_client(rounds, per_round))
         print()
         report(
@@ -174,9 +144,6 @@ def main() -> None:
             print(f"  exact: {exact}")
             if not exact:
                 sys.exit(1)
-    finally:
-        if server is not None:
-            server.cleanup()
 
 
 if __name__ == "__main__":

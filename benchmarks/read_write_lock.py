@@ -12,18 +12,14 @@ lock. Target (issue 29): readers >= 0.9x a Lock's acquire+release rate.
 
 from __future__ import annotations
 
-import argparse
 import math
-import multiprocessing
-import os
 import statistics
-import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks import benchmark_redis, command_line, machine
 from benchmarks import locks as lock_bench
-from benchmarks import redis_url
+from benchmarks.timing import hand_offs, pairs_per_second, percentile, take_in_turn, until_blocked
 
 Pair = tuple[Callable[..., bool], Callable[[], None]]
 
@@ -64,20 +60,7 @@ def uncontended(url: str, rounds: int, seconds: float) -> dict[str, float]:
     made = {
         name: make(url, f"bench-rw-{i}", 10) for i, (name, make) in enumerate(CONTENDERS.items())
     }
-    rates: dict[str, list[float]] = {name: [] for name in made}
-    order = list(made.items())
-    for _ in range(rounds):
-        order.reverse()
-        for name, (acquire, release) in order:
-            count, start = 0, time.perf_counter()
-            end = start + seconds
-            while time.perf_counter() < end:
-                for _ in range(200):
-                    acquire()
-                    release()
-                count += 200
-            rates[name].append(count / (time.perf_counter() - start))
-    return {name: statistics.median(values) for name, values in rates.items()}
+    return pairs_per_second(made, rounds, seconds)
 
 
 def _reader(url: str, spin: bool, conn: Any) -> None:
@@ -85,49 +68,27 @@ def _reader(url: str, spin: bool, conn: Any) -> None:
 
     reset_connections()
     acquire, release = read_write(url, "bench-rw-handoff", 30, "read", spin)
-    while conn.recv() == "go":
-        acquire(blocking=True)
-        held = time.perf_counter()
-        release()
-        conn.send(held)
+    take_in_turn(conn, lambda: acquire(blocking=True), release)
 
 
 def handoff(url: str, iterations: int, spin: bool) -> list[float]:
     """A writer releases -> a reader blocked in another process holds the lock (seconds)."""
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    reader = ctx.Process(target=_reader, args=(url, spin, child), daemon=True)
-    reader.start()
-    acquire, release = read_write(url, "bench-rw-handoff", 30, "write", spin)
+
+    def holder() -> Pair:
+        acquire, release = read_write(url, "bench-rw-handoff", 30, "write", spin)
+        return (lambda: acquire(blocking=True)), release
+
     probe = lock_bench.client(url)
-    latencies = []
-    for _ in range(iterations):
-        assert acquire(blocking=True)
-        parent.send("go")
-        lock_bench._until_blocked(probe, 0.0)
-        released = time.perf_counter()
-        release()
-        latencies.append(parent.recv() - released)
-    parent.send("stop")
-    reader.join(10)
-    return latencies
+    return hand_offs(_reader, (url, spin), holder, lambda: until_blocked(probe), iterations)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter runs")
+    parser = command_line(__doc__, "fewer rounds, shorter runs")
     args = parser.parse_args()
     rounds, seconds, iterations = (4, 0.3, 100) if args.quick else (20, 0.4, 500)
-    url, server = redis_url()
-    lock_bench.setup(url)
-    info = lock_bench.client(url).info("server")
-    print(
-        f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-        f"{os.cpu_count()} CPUs\n"
-    )
-    try:
+    with benchmark_redis() as url:
+        lock_bench.setup(url)
+        print(machine(lock_bench.client(url), url) + "\n")
         print(f"Uncontended acquire+release (one client, median of {rounds} interleaved rounds)")
         rates = uncontended(url, rounds, seconds)
         for name, rate in rates.items():
@@ -139,11 +100,8 @@ def main() -> None:
         print("\nHand-off: a writer releases -> a reader blocked in another process holds it")
         for spin, label in [(True, "ReadWriteLock"), (False, "ReadWriteLock, SPIN_WAIT 0")]:
             samples = handoff(url, iterations, spin)
-            median, p95 = statistics.median(samples), lock_bench.percentile(samples, 0.95)
+            median, p95 = statistics.median(samples), percentile(samples, 0.95)
             print(f"  {label:28} median {median * 1000:7.3f} ms   p95 {p95 * 1000:7.3f} ms")
-    finally:
-        if server is not None:
-            server.cleanup()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ Uses ``REDIS_URL`` when set (its stock ``bench`` is overwritten), else starts a
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import os
 import statistics
@@ -17,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from benchmarks import redis_url
+from benchmarks import benchmark_redis, command_line, machine
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -78,47 +77,39 @@ def parallel(processes: int, seconds: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter runs")
+    parser = command_line(__doc__, "fewer rounds, shorter runs")
     parser.add_argument("--processes", type=int, nargs="*", default=[4, 16])
     args = parser.parse_args()
     rounds, seconds = (3, 0.5) if args.quick else (10, 1.0)
 
-    url, server = redis_url()
-    setup(url)
-    from django_redislock.redis.clients import get_redis
-    from django_redislock.stock.stock import Stock
+    with benchmark_redis() as url:
+        setup(url)
+        from django_redislock.redis.clients import get_redis
+        from django_redislock.stock.stock import Stock
 
-    stock = Stock(NAME)
-    stock.delete()
-    stock.set(PLENTY)
-    info = get_redis().info("server")
-    print(
-        f"Redis {info['redis_version']} at {url}; Python {sys.version.split()[0]}; "
-        f"{os.cpu_count()} CPUs\n"
-    )
-    try:
-        ours: list[float] = []
-        floor: list[float] = []
-        for _ in range(rounds):  # interleaved, so drift hits both alike
-            ours.append(pairs(seconds) / seconds)
-            floor.append(pairs(seconds, floor=True) / seconds)
-        best, base = statistics.median(ours), statistics.median(floor)
-        print(f"One client, median of {rounds} interleaved rounds of {seconds:.1f} s")
-        print(f"  {'':34}{'pairs/s':>10}")
-        print(f"  {'reserve + confirm':34}{best:10.0f}  ({best / base:.2f}x the floor)")
-        print(f"  {'floor: two trivial scripts':34}{base:10.0f}")
-        print(f"\nN client processes on one stock, {seconds * 3:.1f} s each")
-        for n in args.processes:
-            print(f"  {n:3d} processes: {parallel(n, seconds * 3):10.0f} reserve+confirm pairs/s")
-        counts = stock.counts()
-        assert sum(counts[:3]) == counts.total == PLENTY  # a sanity check, not a figure
-    finally:
+        stock = Stock(NAME)
         stock.delete()
-        if server is not None:
-            server.cleanup()
+        stock.set(PLENTY)
+        print(machine(get_redis(), url) + "\n")
+        try:
+            ours: list[float] = []
+            floor: list[float] = []
+            for _ in range(rounds):  # interleaved, so drift hits both alike
+                ours.append(pairs(seconds) / seconds)
+                floor.append(pairs(seconds, floor=True) / seconds)
+            best, base = statistics.median(ours), statistics.median(floor)
+            print(f"One client, median of {rounds} interleaved rounds of {seconds:.1f} s")
+            print(f"  {'':34}{'pairs/s':>10}")
+            print(f"  {'reserve + confirm':34}{best:10.0f}  ({best / base:.2f}x the floor)")
+            print(f"  {'floor: two trivial scripts':34}{base:10.0f}")
+            print(f"\nN client processes on one stock, {seconds * 3:.1f} s each")
+            for n in args.processes:
+                rate = parallel(n, seconds * 3)
+                print(f"  {n:3d} processes: {rate:10.0f} reserve+confirm pairs/s")
+            counts = stock.counts()
+            assert sum(counts[:3]) == counts.total == PLENTY  # a sanity check, not a figure
+        finally:
+            stock.delete()
 
 
 if __name__ == "__main__":

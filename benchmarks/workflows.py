@@ -19,7 +19,6 @@ switched off for the benchmark's own connection).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import threading
 import time
@@ -27,9 +26,10 @@ from typing import Any
 
 import redis
 
+from benchmarks import command_line, queue_redis
 from benchmarks import queue as queue_bench
-from benchmarks import queue_redis
-from benchmarks.queue import WorkerProcess, collect, percentile, wait_until_blocked
+from benchmarks.queue import WorkerProcess, collect, wait_until_blocked
+from benchmarks.timing import percentile
 
 # (the tasks module is imported once Django is set up: ``queue.setup``)
 ENDS, STARTS = "bench:ends", "bench:starts"
@@ -168,10 +168,7 @@ def chain_time(r: redis.Redis, contender: Any, steps: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer probes")
+    parser = command_line(__doc__, "fewer probes")
     args = parser.parse_args()
     with queue_redis(("rq", "huey", "redis")) as (url, r):
         run(url, r, args.quick)

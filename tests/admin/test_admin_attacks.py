@@ -518,13 +518,18 @@ GARBAGE_WORKERS = [
 ]
 
 
+def beside_a_good_worker(worker_id: str, value: str | bytes) -> None:
+    """The registry holds ``GOOD_WORKER`` and, as ``worker_id``, ``value``."""
+    client = get_queue("default").client
+    worker_entry(client, "good", json.dumps(GOOD_WORKER))
+    worker_entry(client, worker_id, value)
+
+
 @pytest.mark.parametrize("value", GARBAGE_WORKERS)
 def test_the_workers_page_shows_a_garbage_registry_entry(
     store: Backend, admin_client: Client, value: str
 ) -> None:
-    client = get_queue("default").client
-    worker_entry(client, "good", json.dumps(GOOD_WORKER))
-    worker_entry(client, "bad", value)
+    beside_a_good_worker("bad", value)
     page = admin_client.get(url("workers"))
     assert page.status_code == 200, html(page)[:3000]
     assert 'data-worker="good"' in html(page)
@@ -536,9 +541,7 @@ def test_the_workers_page_shows_a_garbage_registry_entry(
 def test_the_workers_page_says_a_registry_entry_is_unreadable(
     store: Backend, admin_client: Client, value: str | bytes
 ) -> None:
-    client = get_queue("default").client
-    worker_entry(client, "good", json.dumps(GOOD_WORKER))
-    worker_entry(client, "bad", value)
+    beside_a_good_worker("bad", value)
     page = admin_client.get(url("workers"))
     assert page.status_code == 200, html(page)[:3000]
     assert "registry entry in Redis is unreadable" in html(page)
@@ -546,9 +549,7 @@ def test_the_workers_page_says_a_registry_entry_is_unreadable(
 
 @pytest.mark.parametrize("value", UNREADABLE_WORKERS)
 def test_live_workers_flags_an_unreadable_entry(store: Backend, value: str | bytes) -> None:
-    client = get_queue("default").client
-    worker_entry(client, "good", json.dumps(GOOD_WORKER))
-    worker_entry(client, "bad", value)
+    beside_a_good_worker("bad", value)
     workers = {w["id"]: w for w in live_workers()}
     assert set(workers) == {"good", "bad"}
     assert "unreadable" in workers["bad"]

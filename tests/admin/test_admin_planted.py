@@ -22,7 +22,7 @@ from django_redislock.stock.keys import names_keys
 from tests.support.fixtures import Backend, configure_backend
 
 from .test_admin import QUEUES, dead_job, html, rows, url
-from .test_admin_attacks import GOOD_WORKER, worker_entry
+from .test_admin_attacks import GOOD_WORKER, beside_a_good_worker
 
 pytestmark = pytest.mark.django_db
 
@@ -195,10 +195,8 @@ def test_a_hostile_job_id_in_the_url_is_said_missing_visibly(
 def test_a_planted_worker_id_and_job_id_show_visibly(
     store: Backend, admin_client: Client, worker_id: str
 ) -> None:
-    client = get_queue("default").client
-    worker_entry(client, "good", json.dumps(GOOD_WORKER))
     planted = {**GOOD_WORKER, "id": worker_id, "jobs": [f"default:{worker_id}"]}
-    worker_entry(client, "planted", json.dumps(planted))
+    beside_a_good_worker("planted", json.dumps(planted))
     page = clean(admin_client.get(url("workers")))
     assert 'data-worker="good"' in page
     assert page.count("<tr data-worker=") == 2

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
 from django_redislock.checks import check_settings
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support.fresh_manage import run_manage
 
 
 def ids(settings, value):
@@ -102,17 +98,15 @@ def test_manage_py_check_reports_them(settings):
 
 def test_manage_py_check_runs_the_task_backend_checks():
     # In a fresh process: nothing but the app may have imported the Tasks framework.
-    code = (
-        "import django; from django.conf import settings; django.setup();"
-        "settings.REDISLOCK = {'QUEUES': {'default': {}}};"
-        "settings.TASKS = {'default': {'BACKEND': 'django_redislock.tasks.RedisTaskBackend',"
-        " 'QUEUES': ['default', 'mail']}};"
-        "from django.core.management import execute_from_command_line;"
-        "execute_from_command_line(['manage.py', 'check'])"
-    )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
+    result = run_manage(
+        "check",
+        REDISLOCK={"QUEUES": {"default": {}}},
+        TASKS={
+            "default": {
+                "BACKEND": "django_redislock.tasks.RedisTaskBackend",
+                "QUEUES": ["default", "mail"],
+            }
+        },
     )
     assert result.returncode == 1, result.stderr
     assert result.stderr.count("django_redislock.E013") == 1, result.stderr

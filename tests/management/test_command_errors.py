@@ -3,19 +3,14 @@ status 3, never a traceback."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from io import StringIO
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.support.fresh_manage import run_manage
 from tests.support.servers import free_port
-
-ROOT = Path(__file__).resolve().parents[2]
 
 COMMANDS = [
     ("redislock_stats",),
@@ -37,20 +32,7 @@ def test_redis_unreachable_is_a_command_error_with_a_hint(
 
 
 def test_from_the_command_line_it_exits_3_without_a_traceback() -> None:
-    code = (
-        "import django, os; from django.conf import settings; django.setup();"
-        "settings.REDISLOCK = {'URL': os.environ['REDISLOCK_TEST_URL']};"
-        "from django.core.management import execute_from_command_line;"
-        "execute_from_command_line(['manage.py', 'redislock_stats'])"
-    )
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "REDISLOCK_TEST_URL": f"redis://127.0.0.1:{free_port()}/0",
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
+    result = run_manage("redislock_stats", REDISLOCK={"URL": f"redis://127.0.0.1:{free_port()}/0"})
     assert result.returncode == 3, result.stderr
     assert result.stderr.startswith("CommandError: Cannot reach Redis")
     assert "Traceback" not in result.stderr

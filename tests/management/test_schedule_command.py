@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +16,12 @@ from django_redislock import get_queue
 from django_redislock.queue.worker.schedule import Scheduler
 from django_redislock.queue.worker.schedule_state import entry_named, entry_states
 from tests.support.fixtures import Backend
+from tests.support.fresh_manage import run_manage
 from tests.support.servers import free_port
 
 from .test_queue_commands import run
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parents[2]
 SCHEDULE = {
     "sweep": {"task": "tests.tasks.record", "every": 60, "args": [1]},
     "nightly": {"task": "tests.tasks.record", "cron": "0 3 * * *", "queue": "mail"},
@@ -118,16 +114,14 @@ def test_redis_unreachable_is_a_command_error_exiting_3(settings: Any) -> None:
 
 
 def test_from_the_command_line_an_unknown_entry_exits_non_zero() -> None:
-    code = (
-        "import django; from django.conf import settings; django.setup();"
-        "settings.REDISLOCK = {'QUEUES': {'default': {}}, 'SCHEDULE': {'sweep': "
-        "{'task': 'tests.tasks.record', 'every': 60}}};"
-        "from django.core.management import execute_from_command_line;"
-        "execute_from_command_line(['manage.py', 'redislock_schedule', 'pause', 'nope'])"
-    )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
+    result = run_manage(
+        "redislock_schedule",
+        "pause",
+        "nope",
+        REDISLOCK={
+            "QUEUES": {"default": {}},
+            "SCHEDULE": {"sweep": {"task": "tests.tasks.record", "every": 60}},
+        },
     )
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith("CommandError: No entry 'nope' in REDISLOCK['SCHEDULE']")

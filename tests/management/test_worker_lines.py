@@ -19,36 +19,29 @@ from django_redislock.redis.clients import reset_connections
 from django_redislock.redis.notices import quiet_maintenance_notices
 from tests.support.fixtures import Backend
 from tests.support.servers import free_port
+from tests.support.waiting import wait_for
+from tests.support.worker_project import finish, start_worker, task_module, worker_running
 
-from .test_worker_output import command, finish, site, wait_for
-
-__all__ = ["site"]  # the fixture
-
-BROKEN = """
-try:
-    from django.tasks import task
-except ImportError:
-    from django_tasks import task
-import no_such_library  # a dependency the deploy forgot
+MISSING = "import no_such_library  # a dependency the deploy forgot"
+BROKEN = task_module(
+    f"""{MISSING}
 
 @task()
 def go() -> None:
     pass
 """
-LOOPING = """
-import time
-try:
-    from django.tasks import task
-except ImportError:
-    from django_tasks import task
-from django_redislock import get_redis
+)
+LOOPING = task_module(
+    """from django_redislock import get_redis
 
 @task()
 def spin() -> None:
     get_redis().rpush("test:spinning", "1")
     while True:  # Python code: a cancel reaches it at once
         time.sleep(0.01)
-"""
+""",
+    imports="import time\n",
+)
 
 
 @pytest.mark.processes
@@ -61,7 +54,7 @@ def test_a_task_module_that_fails_to_import_is_said_once_and_its_jobs_wait(
     for n in range(3):
         queue.enqueue("reloadapp.broken.go", job_id=f"b{n}")
     queue.enqueue("tests.tasks.record", args=[1], job_id="fine")
-    out, err, code = finish(command(site, settings, "--burst"))
+    out, err, code = finish(start_worker(site, settings, "--burst"))
     assert code == 0, err
     lines = out.splitlines()
     [said] = [
@@ -74,7 +67,8 @@ def test_a_task_module_that_fails_to_import_is_said_once_and_its_jobs_wait(
         "'no_such_library'; its jobs wait, each tried again after 60 s"
     )
     assert lines[said + 1] == "Traceback (most recent call last):"
-    assert lines[said + 2].endswith('reloadapp/broken.py", line 6, in <module>')
+    missing_at = BROKEN.splitlines().index(MISSING) + 1
+    assert lines[said + 2].endswith(f'reloadapp/broken.py", line {missing_at}, in <module>')
     assert "ModuleNotFoundError: No module named 'no_such_library'" in lines[said + 3 : said + 6]
     assert out.count("Traceback (most recent call last):") == 1
     assert "importlib" not in out
@@ -98,17 +92,13 @@ def test_a_task_module_that_fails_to_import_is_said_once_and_its_jobs_wait(
 def test_a_cancelled_job_is_said_once_and_never_promised_again(site: Path, settings: Any) -> None:
     (site / "reloadapp" / "looping.py").write_text(LOOPING)
     queue = get_queue()
-    worker = command(site, settings)
-    try:
+    with worker_running(site, settings) as worker:
         queue.enqueue("reloadapp.looping.spin", job_id="spinner")
         wait_for(lambda: get_redis().llen("test:spinning") == 1)
         assert queue.cancel("spinner")
         wait_for(lambda: queue.counts()["dead"] == 1)
         os.killpg(worker.pid, signal.SIGINT)
         out, err, code = finish(worker)
-    finally:
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
     assert code == 0, err
     lines = [line for line in out.splitlines() if "spinner" in line]
     assert len(lines) == 1, out

@@ -15,8 +15,7 @@ import pytest
 from django_redislock import get_queue
 from django_redislock.management.worker_logging import worker_logging
 from tests.support.fixtures import Backend
-
-from .test_worker_output import MANAGE, command, finish
+from tests.support.worker_project import finish, start_worker, task_module, write_project
 
 EMITTED = [
     ("django_redislock.worker", logging.WARNING, "a warning"),
@@ -116,33 +115,21 @@ def test_v3_leaves_out_records_a_library_handler_printed_but_not_those_it_filed(
     assert elsewhere.getvalue() == "filed by the library\n"
 
 
-SETTINGS = """
-import json, os
-from tests.settings import *  # noqa
-
-REDISLOCK = json.loads(os.environ["REDISLOCK_TEST_SETTINGS"])
-INSTALLED_APPS = [*INSTALLED_APPS, "paymentsapp"]
-LOGGING_CONFIG = "logging.config.dictConfig"  # Django's default LOGGING, and the project's:
-if os.environ.get("REDISLOCK_TEST_LOGGING"):  # each library logger has its own handler
-    LOGGING = {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "formatters": {"lib": {"format": "LIB %(name)s %(message)s"}},
-        "handlers": {"out": {"class": "logging.StreamHandler", "formatter": "lib",
-                             "stream": "ext://sys.stdout"},
-                     "err": {"class": "logging.StreamHandler", "formatter": "lib"}},
-        "loggers": {"django_tasks": {"handlers": ["out"], "level": "DEBUG"},
-                    "django.tasks": {"handlers": ["out"], "level": "DEBUG"},
-                    "acme": {"handlers": ["err"], "level": "INFO"}},
-    }
-"""
-TASKS = """
-import logging
-try:
-    from django.tasks import task
-except ImportError:
-    from django_tasks import task
-
+# The project's LOGGING, when the worker runs with it: each library logger has its own handler.
+LIBRARY_LOGGING = {
+    "formatters": {"lib": {"format": "LIB %(name)s %(message)s"}},
+    "handlers": {
+        "out": {"class": "logging.StreamHandler", "formatter": "lib", "stream": "ext://sys.stdout"},
+        "err": {"class": "logging.StreamHandler", "formatter": "lib"},
+    },
+    "loggers": {
+        "django_tasks": {"handlers": ["out"], "level": "DEBUG"},
+        "django.tasks": {"handlers": ["out"], "level": "DEBUG"},
+        "acme": {"handlers": ["err"], "level": "INFO"},
+    },
+}
+CHARGE = task_module(
+    """
 @task()
 def charge() -> None:
     try:
@@ -150,18 +137,15 @@ def charge() -> None:
     except ConnectionError:
         logging.getLogger("acme.payments").exception("gateway refused card 42")
     raise ValueError("card declined")
-"""
+""",
+    imports="import logging\n",
+)
 
 
 @pytest.fixture
 def payments_site(redis_backend: Backend, settings: Any, tmp_path: Path) -> Path:
     settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": {"default": {"MAX_ATTEMPTS": 1}}}
-    (tmp_path / "talk_settings.py").write_text(SETTINGS)
-    (tmp_path / "manage.py").write_text(MANAGE)
-    (tmp_path / "paymentsapp").mkdir()
-    (tmp_path / "paymentsapp" / "__init__.py").write_text("")
-    (tmp_path / "paymentsapp" / "tasks.py").write_text(TASKS)
-    return tmp_path
+    return write_project(tmp_path, "paymentsapp", {"tasks": CHARGE}, LIBRARY_LOGGING)
 
 
 @pytest.mark.processes
@@ -173,7 +157,7 @@ def test_v3_prints_each_record_once_whoever_handles_it(
     worker adds at -v 3 is printed by its handler only; with no LOGGING, by the worker."""
     get_queue().enqueue("paymentsapp.tasks.charge", job_id="card-42")
     out, err, code = finish(
-        command(payments_site, settings, "--burst", "-v", "3", logging=project_logging)
+        start_worker(payments_site, settings, "--burst", "-v", "3", logging=project_logging)
     )
     assert code == 0, err
     lines = [line.strip() for line in (out + err).splitlines()]

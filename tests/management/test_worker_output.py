@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,107 +18,12 @@ from django_redislock import get_queue, get_redis
 from django_redislock.queue.worker.registry import live_workers
 from tests.support.fixtures import Backend
 from tests.support.servers import free_port
+from tests.support.waiting import wait_for
+from tests.support.worker_project import finish, start_worker, worker_running
 
 from ..tasks import DONE
 
 pytestmark = pytest.mark.processes
-
-ROOT = Path(__file__).resolve().parents[2]
-QUEUES = {
-    "default": {"MAX_ATTEMPTS": 2, "RETRY_BACKOFF": 5, "LEASE": 30},
-    "mail": {"MAX_ATTEMPTS": 1},
-}
-
-SETTINGS = """
-import json, os
-from tests.settings import *  # noqa
-
-REDISLOCK = json.loads(os.environ["REDISLOCK_TEST_SETTINGS"])
-INSTALLED_APPS = [*INSTALLED_APPS, "reloadapp"]
-DEBUG = bool(os.environ.get("REDISLOCK_TEST_DEBUG"))  # Django's console shows django.tasks
-LOGGING_CONFIG = "logging.config.dictConfig"  # Django's default LOGGING, and the project's:
-if os.environ.get("REDISLOCK_TEST_LOGGING"):
-    LOGGING = {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "formatters": {"project": {"format": "PROJECT %(levelname)s %(name)s %(message)s"}},
-        "handlers": {"out": {"class": "logging.StreamHandler", "formatter": "project",
-                             "stream": "ext://sys.stdout"}},
-        "loggers": {"django_redislock": {"handlers": ["out"], "level": "INFO"}},
-    }
-"""
-MANAGE = """
-import os, sys
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "talk_settings")
-from django.core.management import execute_from_command_line
-execute_from_command_line(sys.argv)
-"""
-TASKS = """
-try:
-    from django.tasks import task
-except ImportError:
-    from django_tasks import task
-from django_redislock import get_redis
-
-@task()
-def version() -> str:
-    get_redis().rpush("test:versions", "v1")
-    return "v1"
-"""
-
-
-@pytest.fixture
-def site(redis_backend: Backend, settings: Any, tmp_path: Path) -> Path:
-    """A project (settings, manage.py, an app) in ``tmp_path`` using the test server."""
-    settings.REDISLOCK = {**settings.REDISLOCK, "QUEUES": QUEUES}
-    (tmp_path / "talk_settings.py").write_text(SETTINGS)
-    (tmp_path / "manage.py").write_text(MANAGE)
-    (tmp_path / "reloadapp").mkdir()
-    (tmp_path / "reloadapp" / "__init__.py").write_text("")
-    (tmp_path / "reloadapp" / "tasks.py").write_text(TASKS)
-    return tmp_path
-
-
-def command(
-    site: Path, settings: Any, *args: str, logging: str = "", debug: bool = False
-) -> subprocess.Popen[str]:
-    """``manage.py run_queue_worker ARGS`` in its own session (a terminal's Ctrl-C reaches
-    the whole group: ``os.killpg``)."""
-    environ = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as by default
-    env = {
-        **environ,
-        "REDISLOCK_TEST_SETTINGS": json.dumps(settings.REDISLOCK),
-        "REDISLOCK_TEST_LOGGING": logging,
-        "REDISLOCK_TEST_DEBUG": "1" if debug else "",
-        "DJANGO_SETTINGS_MODULE": "talk_settings",
-        "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), *sys.path]),
-    }
-    return subprocess.Popen(
-        [sys.executable, str(site / "manage.py"), "run_queue_worker", *args],
-        cwd=site,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def finish(worker: subprocess.Popen[str], timeout: float = 30) -> tuple[str, str, int]:
-    try:
-        out, err = worker.communicate(timeout=timeout)
-    finally:
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.communicate()
-    return out, err, worker.returncode
-
-
-def wait_for(predicate: Any, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def done() -> list[int]:
@@ -139,7 +42,9 @@ def test_one_line_per_job_on_stdout_with_djangos_default_logging(
     get_queue().enqueue("os.system", args=["true"], job_id="evil")
     get_queue("mail").enqueue("tests.tasks.boom", job_id="poison")
     out, err, code = finish(
-        command(site, settings, "--burst", "--queue", "default", "--queue", "mail", debug=debug)
+        start_worker(
+            site, settings, "--burst", "--queue", "default", "--queue", "mail", debug=debug
+        )
     )
     assert code == 0, err
     assert err == ""  # nothing left to Python's last-resort printing, nothing twice
@@ -179,7 +84,7 @@ def test_a_project_logging_the_app_gets_each_line_once_its_own_way(
     site: Path, settings: Any
 ) -> None:
     get_queue().enqueue("tests.tasks.record", args=[1], job_id="fine")
-    out, err, code = finish(command(site, settings, "--burst", logging="project"))
+    out, err, code = finish(start_worker(site, settings, "--burst", logging="project"))
     assert code == 0, err
     [fine] = [line for line in (out + err).splitlines() if "(fine)" in line]
     assert fine.startswith("PROJECT INFO django_redislock.worker default: tests.tasks.record")
@@ -191,9 +96,8 @@ def test_the_first_ctrl_c_drains_and_says_how_to_force_the_second_forces(
 ) -> None:
     """A terminal's Ctrl-C reaches every process of the group: with --processes too, the
     first one lets the running jobs finish (each child used to take it as two signals)."""
-    worker = command(site, settings, *mode)
-    try:
-        queue = get_queue()
+    queue = get_queue()
+    with worker_running(site, settings, *mode) as worker:
         queue.enqueue("tests.tasks.slow", args=[1, 1.5])
         queue.enqueue("tests.tasks.slow", args=[2, 60])
         wait_for(lambda: queue.counts()["running"] == 2)
@@ -203,9 +107,6 @@ def test_the_first_ctrl_c_drains_and_says_how_to_force_the_second_forces(
         assert worker.poll() is None  # waiting for the long one
         os.killpg(worker.pid, signal.SIGINT)
         out, err, code = finish(worker, 15)
-    finally:
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
     assert code == (0 if "--processes" in mode else 128 + signal.SIGINT), err
     assert out.count("Ctrl-C again to force.") == 1
     assert out.count("Supervising 2 worker processes") == ("--processes" in mode)
@@ -216,13 +117,12 @@ def test_the_first_ctrl_c_drains_and_says_how_to_force_the_second_forces(
 def test_reload_restarts_the_worker_when_a_module_changes(site: Path, settings: Any) -> None:
     queue = get_queue()
     versions = get_redis()
-    worker = command(site, settings, "--reload")
-    try:
+    with worker_running(site, settings, "--reload") as worker:
         queue.enqueue("reloadapp.tasks.version")
         wait_for(lambda: versions.llen("test:versions") == 1)
         [first] = [w["id"] for w in live_workers()]
         tasks = site / "reloadapp" / "tasks.py"
-        tasks.write_text(TASKS.replace('"v1"', '"v2"'))
+        tasks.write_text(tasks.read_text().replace('"v1"', '"v2"'))
         touched = time.monotonic()
 
         def restarted() -> bool:
@@ -240,9 +140,6 @@ def test_reload_restarts_the_worker_when_a_module_changes(site: Path, settings: 
         assert [v.decode() for v in versions.lrange("test:versions", 0, -1)] == ["v1", "v2"]
         os.killpg(worker.pid, signal.SIGINT)
         out, err, code = finish(worker)
-    finally:
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
     assert code == 0, err
     assert out.count(": queues default, concurrency 1.") >= 2, out  # a banner per process
     assert f"Stopping worker {first}: finishing 0 running job(s)" in out
@@ -251,7 +148,7 @@ def test_reload_restarts_the_worker_when_a_module_changes(site: Path, settings: 
 def test_reload_with_redis_unreachable_exits_once(site: Path, settings: Any) -> None:
     """Not status 3, which would ask the autoreloader for another process, forever."""
     settings.REDISLOCK = {"URL": f"redis://127.0.0.1:{free_port()}/0"}
-    _, err, code = finish(command(site, settings, "--reload"))
+    _, err, code = finish(start_worker(site, settings, "--reload"))
     assert code == 1
     assert err.count("CommandError: Cannot start: Redis is unreachable") == 1
 

@@ -21,29 +21,12 @@ from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.schedule import Entry, Scheduler
 from tests.support.fixtures import Backend, Processes
 from tests.support.servers import RedisServer
+from tests.support.waiting import wait_for
 
-from .test_worker import done, wait_for
+from .test_worker import done
 
 TASK = "tests.tasks.record"  # a @task in an installed app: the check resolves it
 T0 = 1_700_000_040.0  # in the past (jobs for its ticks are ready), a whole multiple of 60 s
-
-
-@pytest.fixture
-def sched(backend: Backend, settings: Any) -> Backend:
-    settings.REDISLOCK = {
-        **settings.REDISLOCK,
-        "QUEUES": {"default": {}},
-        "SCHEDULE": {
-            "sweep": {"task": "tests.tasks.record", "every": 60, "args": [1]},
-            "backfill": {
-                "task": "tests.tasks.record",
-                "every": 60,
-                "args": [2],
-                "catch_up": True,
-            },
-        },
-    }
-    return backend
 
 
 def job_ids() -> list[str]:
@@ -92,6 +75,8 @@ def test_racing_schedulers_enqueue_each_tick_once(sched: Backend) -> None:
     for thread in threads:
         thread.join()
     assert len(job_ids()) == 2
+    # the failing entries' ticks too, each in its own queue
+    assert [len(get_queue(name).jobs("ready", 0, 1000)) for name in ("mail", "retrying")] == [1, 1]
 
 
 def test_cron_ticks_in_time_zone(settings: Any) -> None:

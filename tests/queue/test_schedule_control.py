@@ -33,30 +33,6 @@ T0 = 1_700_000_040.0  # in the past (jobs for its ticks are ready), a whole mult
 TICK = 60_000  # ms
 
 
-@pytest.fixture
-def sched(backend: Backend, settings: Any) -> Backend:
-    settings.REDISLOCK = {
-        **settings.REDISLOCK,
-        "QUEUES": {
-            "default": {},
-            "mail": {"MAX_ATTEMPTS": 1},
-            "retrying": {"MAX_ATTEMPTS": 3, "RETRY_BACKOFF": 60},
-        },
-        "SCHEDULE": {
-            "sweep": {"task": "tests.tasks.record", "every": 60, "args": [1]},
-            "backfill": {
-                "task": "tests.tasks.record",
-                "every": 60,
-                "args": [2],
-                "catch_up": True,
-            },
-            "poison": {"task": "tests.tasks.boom", "every": 60, "queue": "mail"},
-            "flaky": {"task": "tests.tasks.boom", "every": 60, "queue": "retrying"},
-        },
-    }
-    return backend
-
-
 def ids(prefix: str = "schedule:") -> list[str]:
     """The ready jobs of queue "default" (entry "poison" enqueues into "mail")."""
     return sorted(job.id for job in get_queue().jobs("ready", 0, 1000) if job.id.startswith(prefix))
