@@ -45,7 +45,7 @@ PARTS: list[tuple[str, list[str]]] = [
             "channel.py:%(fetch)",
             "leases.py:%(fetch_ahead)",
             "leases.py:%(send_ahead)",
-            "leases.py:%(_collect)",
+            "keeping.py:%(_collect)",
             "queue/lua",
             "redis/scripts",
         ],
@@ -55,6 +55,8 @@ PARTS: list[tuple[str, list[str]]] = [
         [
             "queue/fetching.py:%(fetched)",
             "queue/jobs",
+            "queue/job_factories",
+            "queue/replies",
             "queue/job_codec",
             "json/decoder",
             "json/__init__",
@@ -91,7 +93,13 @@ PARTS: list[tuple[str, list[str]]] = [
     ),
     (
         "leases bookkeeping, locks",
-        ["worker/leases", "worker/acknowledgements", "worker/renewal", "threading"],
+        [
+            "worker/leases",
+            "worker/keeping",
+            "worker/acknowledgements",
+            "worker/renewal",
+            "threading",
+        ],
     ),
     ("runner, loop", ["worker/runner", "worker/loop", "worker/retrying", "worker/stop_signals"]),
 ]

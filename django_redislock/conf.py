@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CONNECTIONS": 100,  # the size of the connection pools this app builds
     "METRICS": False,  # count job outcomes and lock events for the Prometheus view
     "METRICS_TOKEN": None,  # a bearer token that may read the Prometheus view
+    "HISTORY": True,  # workers record each task's runs, failures and durations (admin Tasks)
 }
 
 QUEUE_DEFAULTS: dict[str, Any] = {
@@ -133,6 +134,10 @@ class Conf:
     @property
     def METRICS(self) -> bool:
         return self._get("METRICS") is True
+
+    @property
+    def HISTORY(self) -> bool:
+        return self._get("HISTORY") is not False
 
     @property
     def METRICS_TOKEN(self) -> str | None:

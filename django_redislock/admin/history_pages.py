@@ -71,7 +71,12 @@ class HistoryPages(Rendering):
             skipped = sum(row["summary"].skipped for row in rows if "summary" in row)
             return {"rows": rows, "skipped": skipped}
 
-        extra = {"tab": "tasks", "error_percent": round(RELATIVE_ERROR * 100), "other": OTHER}
+        extra = {
+            "tab": "tasks",
+            "error_percent": round(RELATIVE_ERROR * 100),
+            "other": OTHER,
+            "recording": conf.HISTORY,
+        }
         return self._page(request, "tasks.html", "Tasks", load, extra)
 
     def task_history_view(self, request: HttpRequest, queue: str) -> HttpResponse:

@@ -1,9 +1,11 @@
 """The admin's force-release actions on a lock, a read-write lock and a semaphore (see
-``actions``)."""
+``actions``): one ``Releasable`` per kind says what confirming will do and how to force the
+release; the three actions are made alike from them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.admin.models import DELETION
@@ -16,10 +18,21 @@ from ..templatetags.redislock_admin import duration
 from .actions import RELEASE, Action, Gone
 
 
-def _describe_release(t: Mapping[str, str]) -> dict[str, Any]:
-    lock = describe_lock(t["name"])
+@dataclass(frozen=True)
+class Releasable:
+    """A kind of thing the admin force-releases, named ``name``."""
+
+    noun: str  # as the admin log names one: "lock {name}"
+    describe: Callable[[str], dict[str, Any]]  # the confirmation's context; Gone if not held
+    force_release: Callable[[str], bool]  # False: nothing was held
+    not_held: str  # what perform says when nothing was held
+    released: str  # what perform says when it was
+
+
+def _describe_lock(name: str) -> dict[str, Any]:
+    lock = describe_lock(name)
     if lock is None:
-        raise Gone(f"Lock “{t['name']}” is not held any more.")
+        raise Gone(f"Lock “{name}” is not held any more.")
     waiters = f"; {lock.waiters} waiting, the first gets it at once" if lock.waiters else ""
     return {
         "summary": (
@@ -34,16 +47,10 @@ def _describe_release(t: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _release(t: Mapping[str, str]) -> str:
-    if not Lock.force_release(t["name"]):
-        raise Gone(f"Lock “{t['name']}” was not held any more; nothing was done.")
-    return f"Lock “{t['name']}” was force-released."
-
-
-def _describe_release_read_write(t: Mapping[str, str]) -> dict[str, Any]:
-    lock = describe_lock(t["name"], read_write=True)
+def _describe_read_write(name: str) -> dict[str, Any]:
+    lock = describe_lock(name, read_write=True)
     if lock is None:
-        raise Gone(f"Read-write lock “{t['name']}” is not held any more.")
+        raise Gone(f"Read-write lock “{name}” is not held any more.")
     if lock.writer:
         held = f"written by {lock.host} (pid {lock.pid}) for {duration(lock.held_for)}"
     else:
@@ -59,22 +66,15 @@ def _describe_release_read_write(t: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _release_read_write(t: Mapping[str, str]) -> str:
-    if not ReadWriteLock.force_release(t["name"]):
-        raise Gone(f"Read-write lock “{t['name']}” was not held any more; nothing was done.")
-    return f"Read-write lock “{t['name']}” was force-released."
-
-
-def _describe_release_semaphore(t: Mapping[str, str]) -> dict[str, Any]:
-    state = Semaphore(t["name"], limit=1).state()
+def _describe_semaphore(name: str) -> dict[str, Any]:
+    state = Semaphore(name, limit=1).state()
     if not state.held:
-        raise Gone(f"Semaphore “{t['name']}” has no permit held any more.")
+        raise Gone(f"Semaphore “{name}” has no permit held any more.")
     limit = f" of {state.limit}" if state.limit else ""
     waiters = f"; {state.waiters} waiting get them at once" if state.waiters else ""
     return {
         "summary": (
-            f"Force-release every permit of semaphore “{t['name']}”: {state.held}{limit} "
-            f"held{waiters}."
+            f"Force-release every permit of semaphore “{name}”: {state.held}{limit} held{waiters}."
         ),
         "warning": (
             "Their holders are not told: any still working carry on beside the processes "
@@ -84,44 +84,49 @@ def _describe_release_semaphore(t: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _release_semaphore(t: Mapping[str, str]) -> str:
-    if not Semaphore.force_release(t["name"]):
-        raise Gone(f"Semaphore “{t['name']}” had no permit held any more; nothing was done.")
-    return f"Every permit of semaphore “{t['name']}” was force-released."
-
-
-def _as_lock(t: Mapping[str, str]) -> tuple[str, str]:
-    return t["name"], f"lock {t['name']}"
-
-
-def _as_read_write(t: Mapping[str, str]) -> tuple[str, str]:
-    return t["name"], f"read-write lock {t['name']}"
-
-
-def _as_semaphore(t: Mapping[str, str]) -> tuple[str, str]:
-    return t["name"], f"semaphore {t['name']}"
-
-
-ACTIONS = {
-    "release": Action(
-        "Force release", RELEASE, DELETION, ("name",), _describe_release, _release, _as_lock
+# Each force-release action's name, and the kind it releases.
+RELEASABLE = {
+    "release": Releasable(
+        "lock",
+        _describe_lock,
+        Lock.force_release,
+        "Lock “{name}” was not held any more; nothing was done.",
+        "Lock “{name}” was force-released.",
     ),
-    "release_read_write": Action(
-        "Force release",
-        RELEASE,
-        DELETION,
-        ("name",),
-        _describe_release_read_write,
-        _release_read_write,
-        _as_read_write,
+    "release_read_write": Releasable(
+        "read-write lock",
+        _describe_read_write,
+        ReadWriteLock.force_release,
+        "Read-write lock “{name}” was not held any more; nothing was done.",
+        "Read-write lock “{name}” was force-released.",
     ),
-    "release_semaphore": Action(
-        "Force release",
-        RELEASE,
-        DELETION,
-        ("name",),
-        _describe_release_semaphore,
-        _release_semaphore,
-        _as_semaphore,
+    "release_semaphore": Releasable(
+        "semaphore",
+        _describe_semaphore,
+        Semaphore.force_release,
+        "Semaphore “{name}” had no permit held any more; nothing was done.",
+        "Every permit of semaphore “{name}” was force-released.",
     ),
 }
+
+
+def release_action(kind: Releasable) -> Action:
+    """The admin action that force-releases a thing of ``kind``, named by the request's
+    ``name`` field."""
+
+    def describe(t: Mapping[str, str]) -> dict[str, Any]:
+        return kind.describe(t["name"])
+
+    def perform(t: Mapping[str, str]) -> str:
+        name = t["name"]
+        if not kind.force_release(name):
+            raise Gone(kind.not_held.format(name=name))
+        return kind.released.format(name=name)
+
+    def logged_as(t: Mapping[str, str]) -> tuple[str, str]:
+        return t["name"], f"{kind.noun} {t['name']}"
+
+    return Action("Force release", RELEASE, DELETION, ("name",), describe, perform, logged_as)
+
+
+ACTIONS = {action: release_action(kind) for action, kind in RELEASABLE.items()}

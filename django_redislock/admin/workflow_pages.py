@@ -13,9 +13,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from ..conf import conf
 from ..exceptions import JobNotFound
-from ..queue.jobs import JobState, text
+from ..queue.jobs import JobState
 from ..queue.outbox import split_ref
 from ..queue.queue import get_queue
+from ..queue.replies import text
 from ..workflows import Workflow
 from .actions import MANAGE, Action, Gone
 from .paging import paginate

@@ -162,6 +162,7 @@ VALIDATORS: dict[str, Callable[[Any], Iterable[Error]]] = {
     "MAX_CONNECTIONS": _number("MAX_CONNECTIONS", Bounds(4, maximum=1_000_000, whole=True)),
     "METRICS": check_metrics,
     "METRICS_TOKEN": check_metrics_token,
+    "HISTORY": _type("HISTORY", (bool,), "True or False"),
 }
 assert set(VALIDATORS) == set(DEFAULTS)
 

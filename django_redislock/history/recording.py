@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..conf import conf
 from ..exceptions import RetryLater, TaskImportFailed
 from ..queue.queue import Job, Queue
 from ..queue.retry_policy import registered_task
@@ -182,7 +183,10 @@ RECORDER = Recorder()
 def timed_run(queue: Queue, job: Job, run: Callable[[Job, Any], T], watch: Any) -> T:
     """``run(job, watch)``, its duration and outcome recorded in the task history of
     ``queue`` (a ``RetryLater`` is no run, nor a job given back because its task's module
-    failed to import: neither is counted, though the job is among its task's recent jobs)."""
+    failed to import: neither is counted, though the job is among its task's recent jobs).
+    With ``REDISLOCK["HISTORY"]`` False, nothing is recorded."""
+    if not conf.HISTORY:
+        return run(job, watch)
     label = _started(queue, job)
     start = time.monotonic()
     try:

@@ -35,10 +35,12 @@ from .dependency_args import (
     topological,
 )
 from .eager import eager_job, run_unless_failed
-from .jobs import Field, Job, JobState, enqueued_job, number, text
+from .job_factories import enqueued_job
+from .jobs import Field, Job, JobState
 from .keys import QueueKeys
 from .on_commit import commit_alias, database, described, push_at_commit
 from .outbox import deliver_now, ref_from, split_ref
+from .replies import number, text
 
 # What a job with dependencies may not say: they decide at enqueue whether a job is written.
 _EXCLUDED = ("unique_for", "unique_by_args", "debounce")

@@ -16,9 +16,10 @@ from .depending import Depending
 from .eager import run_eagerly
 from .enqueue_scripts import ENQUEUE
 from .enqueued import Enqueued
+from .job_factories import enqueued_job
 from .job_keys import with_item_limits
 from .job_options import with_expires
-from .jobs import Job, JobState, enqueued_job
+from .jobs import Job, JobState
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .jobs import JobState, text
+from .jobs import JobState
+from .replies import text
 
 
 class Enqueued(NamedTuple):

@@ -10,9 +10,11 @@ from typing import Any, NamedTuple
 from ..redis.scripts import LuaScript
 from .fetch_scripts import PEEK
 from .job_codec import decoded, decoded_meta
-from .jobs import Job, leased_job, number, text
+from .job_factories import leased_job
+from .jobs import Job
 from .keys import QueueKeys
 from .lua import MAX_BATCH
+from .replies import number, text
 
 
 def _refs(value: Any) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .jobs import AttemptError, Field, Job, JobState, number, text
+from .jobs import AttemptError, Field, Job, JobState
+from .replies import number, text
 
 MAX_TRACEBACK = 16000  # characters of a traceback kept (its end: where it was raised)
 

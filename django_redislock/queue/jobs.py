@@ -1,10 +1,11 @@
-"""A job as the queue stores it: its states, the fields of its hash, the ``Job`` read back,
-and the scalars of what Redis replies (``text``, ``number``). Its hash decoded, and the JSON
-it keeps, are ``job_codec``'s."""
+"""A job as the queue stores it: its states, the fields of its hash, the ``Job`` read back.
+Its hash decoded, and the JSON it keeps, are ``job_codec``'s; a ``Job`` made in a hurry (as
+a worker leases one, as ``enqueue`` returns one) is ``job_factories``'s; the scalars of what
+Redis replies are ``replies``'."""
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -123,29 +124,6 @@ class Field:
         return {k.lower(): v for k, v in vars(cls).items() if k.isupper()}
 
 
-_DIGITS = (bytes, str)
-_EXACT = 2**53  # integers a float holds exactly
-
-
-def text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
-def number(value: Any, default: int = 0) -> int:
-    """A number field as read from Redis; ``default`` when absent or not a number."""
-    if type(value) is int and -_EXACT < value < _EXACT:  # a script's integer reply
-        return value  # (exact through a float too)
-    if type(value) in _DIGITS and 0 < len(value) <= 15:  # the usual: an integer's digits
-        try:  # (up to 15 characters, int() and int(float()) agree: no rounding)
-            return int(value)
-        except ValueError:
-            pass
-    try:
-        return int(float(text(value))) if value not in (None, b"", "") else default
-    except (TypeError, ValueError, OverflowError):
-        return default
-
-
 @dataclass(frozen=True)
 class AttemptError:
     """What one failed attempt of a job raised."""
@@ -198,105 +176,3 @@ class Job:
     @property
     def enqueued_at(self) -> datetime:
         return datetime.fromtimestamp(self.enqueued / 1000, tz=timezone.utc)
-
-
-def leased_job(
-    job_id: str,
-    queue: str,
-    task: str,
-    args: list[Any],
-    kwargs: dict[str, Any],
-    priority: int,
-    attempts: int,
-    score: int,
-    enqueued: int,
-    lease: str,
-    worker: str | None,
-    workers: tuple[str, ...],
-    meta: dict[str, Any],
-    failures: int = 0,
-    dependants: tuple[str, ...] = (),
-) -> Job:
-    """``Job(...)`` of a job just leased (running; the other fields their defaults), made
-    without a frozen dataclass's one ``object.__setattr__`` per field: its fields are a
-    copy of a leased job's defaults, with this job's values put in (a fifth of the time,
-    for every job a worker fetches)."""
-    fields = _LEASED.copy()
-    fields["id"] = job_id
-    fields["queue"] = queue
-    fields["task"] = task
-    fields["args"] = args
-    fields["kwargs"] = kwargs
-    fields["priority"] = priority
-    fields["attempts"] = attempts
-    fields["score"] = score
-    fields["enqueued"] = enqueued
-    fields["lease"] = lease
-    fields["worker"] = worker
-    fields["workers"] = workers
-    fields["meta"] = meta
-    fields["failures"] = failures
-    fields["dependants"] = dependants
-    fields["metadata"] = {}
-    return as_job(fields)
-
-
-def enqueued_job(
-    job_id: str,
-    queue: str,
-    task: str,
-    args: list[Any],
-    kwargs: dict[str, Any],
-    priority: int,
-    meta: dict[str, Any],
-    state: str,
-    score: int,
-    enqueued: int,
-) -> Job:
-    """``Job(...)`` of a job just enqueued (the other fields their defaults), made as
-    ``leased_job`` makes its own: for every job ``enqueue`` returns."""
-    fields = _ENQUEUED.copy()
-    fields["id"] = job_id
-    fields["queue"] = queue
-    fields["task"] = task
-    fields["args"] = args
-    fields["kwargs"] = kwargs
-    fields["priority"] = priority
-    fields["meta"] = meta
-    fields["state"] = state
-    fields["score"] = score
-    fields["enqueued"] = enqueued
-    fields["metadata"] = {}
-    return as_job(fields)
-
-
-def as_job(fields: dict[str, Any]) -> Job:
-    """A ``Job`` whose fields are ``fields`` (every one, in the dataclass's order)."""
-    job = _new(Job)
-    _set(job, "__dict__", fields)
-    return job
-
-
-# Every field of a leased job, in the dataclass's order; those not set by leased_job keep
-# these values (immutable ones: the copies share them).
-_LEASED: dict[str, Any] = {name: None for name in Job.__dataclass_fields__}
-_LEASED.update(
-    state=JobState.RUNNING.value,
-    started=0,
-    finished=0,
-    error="",
-    error_class="",
-    traceback="",
-    result=None,
-    errors=(),
-    reason="",
-    depends_on=(),
-    run_when="succeeded",
-    progress=None,
-)
-# Every field of a job just enqueued, as _LEASED is of a job just leased.
-_ENQUEUED: dict[str, Any] = {
-    name: None if f.default is MISSING else f.default
-    for name, f in Job.__dataclass_fields__.items()
-}
-_new, _set = object.__new__, object.__setattr__

@@ -21,8 +21,9 @@ from ..redis.aio import wait_for_push as aio_wait_for_push
 from ..redis.clients import wait_for_push
 from ..redis.scripts import LuaScript
 from .depend_scripts import JOIN
-from .jobs import Job, JobState, text
+from .jobs import Job, JobState
 from .keys import QueueKeys
+from .replies import text
 
 JOIN_RECHECK = 2.0  # seconds: a join looks again this often, if no wake-up came
 _ENDED = (JobState.DONE.letter, JobState.DEAD.letter)

@@ -15,12 +15,13 @@ from ..redis.scripts import LuaScript
 from .admin_scripts import CANCEL, PURGE, READY_HEADS, REQUEUE, RETRY_DEAD
 from .job_codec import from_hash, not_a_hash
 from .job_options import EnqueueOptions
-from .jobs import LISTED_STATES, Field, Job, JobState, number, text
+from .jobs import LISTED_STATES, Field, Job, JobState
 from .keys import QueueKeys
 from .left_jobs import LeftJobs
 from .lua import MAX_BATCH
 from .outbox import deliver_now
 from .parked import ParkedJobs
+from .replies import number, text
 
 CANCELLABLE = (
     JobState.READY.letter

@@ -20,12 +20,13 @@ from .job_options import (
     unique_job_id,
     with_expires,
 )
-from .jobs import Job, JobState, number, text
+from .jobs import Job, JobState
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .on_commit import commit_alias, database, described, push_at_commit
 from .option_scripts import ENQUEUE_OPTED, OPTED_VALUES
 from .options import OWN_OPTIONS, with_options
+from .replies import number, text
 from .time_limits import with_time_limit
 
 ARGUMENTS = JOB_ARGUMENTS | OPTION_ARGUMENTS

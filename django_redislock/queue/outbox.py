@@ -29,7 +29,8 @@ from django.core.exceptions import ImproperlyConfigured
 from ..exceptions import RedisUnavailable
 from ..redis.failures import UNAVAILABLE
 from .depend_scripts import REGISTER, TELL, WAKE_JOINERS
-from .jobs import JobState, text
+from .jobs import JobState
+from .replies import text
 
 if TYPE_CHECKING:
     from .queue import Queue

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..redis.failures import unavailable_as_error
-from .jobs import Job, text
+from .jobs import Job
 from .keys import QueueKeys
+from .replies import text
 
 
 class ParkedJobs:

@@ -14,10 +14,10 @@ import redis
 
 from ..redis.failures import unavailable_as_error
 from ..redis.scripts import LuaScript
-from .jobs import text
 from .keys import QueueKeys
 from .lua import MAX_BATCH
 from .pause_scripts import PAUSE, RESUME
+from .replies import text
 
 logger = logging.getLogger("django_redislock.queue")
 

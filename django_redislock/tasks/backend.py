@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from django.core.checks import CheckMessage, Error
+from django.core.checks import CheckMessage
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone as django_timezone
@@ -39,6 +39,7 @@ from ..queue.on_commit import commit_alias, described, push_at_commit
 from ..queue.options import with_options
 from ..queue.queue import Job, Queue, get_queue
 from ..redis.clients import get_redis
+from .backend_checks import backend_errors
 from .new_results import new_result
 from .receivers import announce_enqueued, enqueued_receivers
 from .redis_task import RedisTask
@@ -277,35 +278,4 @@ class RedisTaskBackend(framework_backends.BaseTaskBackend):  # type: ignore[misc
 
     def check(self, **kwargs: Any) -> Iterable[CheckMessage]:
         yield from super().check(**kwargs)
-        where = f"TASKS[{self.alias!r}]"
-        configured = conf.QUEUE_NAMES  # never raises: REDISLOCK's own check reports its shape
-        names = self._queues_setting
-        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-            yield Error(
-                f"{where}['QUEUES'] must be a list of queue names, not {names!r:.60}.",
-                hint=f"For example {configured[:3] or ['default']!r}: names of queues in "
-                "REDISLOCK['QUEUES'].",
-                id="django_redislock.E013",
-            )
-            names = []
-        for name in sorted(set(names) - set(configured)):
-            yield Error(
-                f"{where}['QUEUES'] names {name!r}, which is not a queue in REDISLOCK['QUEUES'].",
-                hint=f"Add {name!r} to REDISLOCK['QUEUES'] (configured: "
-                f"{', '.join(configured) or 'none'}).",
-                id="django_redislock.E013",
-            )
-        if not isinstance(self.options, dict):
-            yield Error(
-                f"{where}['OPTIONS'] must be a dict, not {self.options!r:.60}.",
-                hint="RedisTaskBackend takes no options: leave OPTIONS out. Queue options "
-                "(LEASE, MAX_ATTEMPTS, ...) go in REDISLOCK['QUEUES'].",
-                id="django_redislock.E014",
-            )
-        elif self.options:
-            yield Error(
-                f"{where}['OPTIONS'] has {', '.join(map(repr, self.options))}; "
-                "RedisTaskBackend takes no options.",
-                hint="Queue options (LEASE, MAX_ATTEMPTS, ...) go in REDISLOCK['QUEUES'].",
-                id="django_redislock.E014",
-            )
+        yield from backend_errors(self.alias, self._queues_setting, self.options)

@@ -17,9 +17,10 @@ import json
 from typing import Any
 
 from ..exceptions import JobNotFound
-from ..queue.jobs import Field, Job, text
+from ..queue.jobs import Field, Job
 from ..queue.outbox import split_ref
 from ..queue.ran_before import ran_before
+from ..queue.replies import text
 from .results import TaskContext
 
 MAX_METADATA = 65536  # bytes of a job's metadata as JSON

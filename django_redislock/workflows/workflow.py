@@ -19,10 +19,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ..exceptions import InvalidTask, JobNotFound
 from ..queue.depend_scripts import CANCEL_STEPS
-from ..queue.jobs import Job, JobState, text
+from ..queue.jobs import Job, JobState
 from ..queue.lua import MAX_BATCH
 from ..queue.outbox import deliver_now
 from ..queue.queue import Queue, asker, get_queue
+from ..queue.replies import text
 from ..redis.failures import unavailable_as_error
 from ..tasks.results import framework
 

@@ -90,6 +90,15 @@ def test_a_task_without_history_and_bad_requests(queue: Queue, admin_client: Cli
     assert "No job has run in the last day" in html(admin_client.get(url("tasks")))
 
 
+def test_the_tasks_page_says_when_history_is_off(
+    queue: Queue, admin_client: Client, settings: Any
+) -> None:
+    note = 'REDISLOCK["HISTORY"]</code> is False'
+    assert note not in html(admin_client.get(url("tasks")))
+    settings.REDISLOCK = {**settings.REDISLOCK, "HISTORY": False}
+    assert note in html(admin_client.get(url("tasks")))
+
+
 def test_the_pages_need_the_view_permission(queue: Queue, django_user_model: Any) -> None:
     nobody = staff_client(django_user_model, "release_lock")
     assert nobody.get(url("tasks")).status_code == 403

@@ -37,6 +37,8 @@ def test_valid_settings_pass(settings):
         ({"TTL": 5}, ["django_redislock.E002"]),
         ({"CACHE": 3}, ["django_redislock.E003"]),
         ({"CLUSTER": "yes", "URL": "redis://a"}, ["django_redislock.E003"]),
+        ({"HISTORY": "off"}, ["django_redislock.E003"]),
+        ({"HISTORY": None}, ["django_redislock.E003"]),
         ({"URL": 5}, ["django_redislock.E003"]),
         ({"URL": "http://localhost"}, ["django_redislock.E007"]),
         ({"LOCK_TTL": "15"}, ["django_redislock.E003"]),

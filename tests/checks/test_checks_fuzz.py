@@ -53,6 +53,8 @@ VALID_KEYS = {
     ("METRICS", "True"),
     ("METRICS", "False"),
     ("METRICS_TOKEN", "None"),
+    ("HISTORY", "True"),
+    ("HISTORY", "False"),
 }
 FLAGS = ("ON_COMMIT", "EAGER")
 VALID_QUEUE_OPTIONS = {(option, "int") for option in QUEUE_DEFAULTS if option not in FLAGS} | {

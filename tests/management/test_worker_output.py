@@ -21,7 +21,7 @@ from tests.support.servers import free_port
 from tests.support.waiting import wait_for
 from tests.support.worker_project import finish, start_worker, worker_running
 
-from ..tasks import DONE
+from ..tasks import DONE, STARTED
 
 pytestmark = pytest.mark.processes
 
@@ -98,9 +98,11 @@ def test_the_first_ctrl_c_drains_and_says_how_to_force_the_second_forces(
     first one lets the running jobs finish (each child used to take it as two signals)."""
     queue = get_queue()
     with worker_running(site, settings, *mode) as worker:
-        queue.enqueue("tests.tasks.slow", args=[1, 1.5])
-        queue.enqueue("tests.tasks.slow", args=[2, 60])
-        wait_for(lambda: queue.counts()["running"] == 2)
+        queue.enqueue("tests.tasks.tracked", args=[1, 1.5])
+        queue.enqueue("tests.tasks.tracked", args=[2, 60])
+        # Both run, each in its own thread or process (not one leased ahead by the other,
+        # which the stop would give back).
+        wait_for(lambda: get_redis().llen(STARTED) == 2)
         os.killpg(worker.pid, signal.SIGINT)
         wait_for(lambda: done() == [1])  # the short job finished: a drain
         wait_for(lambda: queue.counts()["running"] == 1)  # and was acknowledged

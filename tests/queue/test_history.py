@@ -223,6 +223,23 @@ def test_jobs_under_a_worker_are_recorded_and_unknown_tasks_share_one_bucket(
     assert found == {TASK: (5, 0), "tests.tasks.boom": (1, 1), OTHER: (41, 41)}
 
 
+def test_with_history_off_workers_record_nothing(backend: Backend, settings: Any) -> None:
+    settings.REDISLOCK = {
+        **settings.REDISLOCK,
+        "HISTORY": False,
+        "QUEUES": {"default": {"MAX_ATTEMPTS": 1}},
+    }
+    queue = get_queue()
+    queue.enqueue_many([{"task": TASK, "args": [n]} for n in range(3)])
+    queue.enqueue("tests.tasks.boom")
+    Worker(["default"], burst=True).run()
+    assert queue.counts() == job_counts(dead=1)  # (the jobs ran all the same)
+    recording.RECORDER.flush()
+    assert tasks(queue) == []
+    assert recent_jobs(queue, TASK).jobs == []
+    assert backend.client.keys("*hist*") == []
+
+
 def test_task_labels_are_the_registered_tasks_only(backend: Backend) -> None:
     assert task_label(TASK) == TASK
     for path in ("tests.tasks.not_a_task", "os.system", "", "x" * 5000, "tests.nope.t"):

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from django_redislock.queue.job_codec import decoded, from_hash
-from django_redislock.queue.jobs import LISTED_STATES, Field, Job, JobState, leased_job, number
+from django_redislock.queue.job_factories import leased_job
+from django_redislock.queue.jobs import LISTED_STATES, Field, Job, JobState
 from django_redislock.queue.keys import QueueKeys
 from django_redislock.queue.lua import script
+from django_redislock.queue.replies import number
 
 
 def test_each_state_has_its_own_letter_and_reads_back() -> None:

@@ -21,6 +21,7 @@ import redis
 
 from django_redislock import get_queue, get_redis
 from django_redislock.exceptions import RedisUnavailable
+from django_redislock.queue.worker import keeping as keeping_module
 from django_redislock.queue.worker import leases as leases_module
 from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
@@ -212,7 +213,7 @@ def accounted_for(counts: dict[str, int], total: int) -> bool:
 def test_jobs_leased_ahead_go_back_at_once_on_sigterm(
     real: Backend, processes: Processes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(leases_module, "GIVE_BACK_AFTER", 60.0)  # only the stop gives back
+    monkeypatch.setattr(keeping_module, "GIVE_BACK_AFTER", 60.0)  # only the stop gives back
     queue = get_queue()
     queue.enqueue_many(leased_ahead_of_a_slow_job(monkeypatch))
     worker = processes.start(work, 1)
@@ -242,7 +243,7 @@ def test_jobs_leased_ahead_go_back_at_once_on_sigterm(
 def test_jobs_leased_ahead_keep_their_leases_behind_a_long_job(
     real: Backend, processes: Processes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(leases_module, "GIVE_BACK_AFTER", 60.0)  # they stay leased ahead
+    monkeypatch.setattr(keeping_module, "GIVE_BACK_AFTER", 60.0)  # they stay leased ahead
     queue = get_queue()
     queue.enqueue_many(leased_ahead_of_a_slow_job(monkeypatch))  # the slow job > LEASE
     worker = processes.start(work, 1)

@@ -26,8 +26,8 @@ from ...redis.scripts import LuaScript
 from ...redis.wire import packer
 from ..fetch_scripts import MAX_BATCH, POP, START
 from ..fetching import Fetched
-from ..jobs import text
 from ..queue import Job, Queue
+from ..replies import text
 
 logger = logging.getLogger("django_redislock.queue.channel")  # the name users' LOGGING knows
 

@@ -3,10 +3,10 @@ that finished and giving back those that never started. With one job at a time, 
 leased a few ahead while they are quick; each is told to Redis as it starts, with the jobs
 finished before it, without waiting for the reply (``channel``): an attempt is charged when
 its job starts, so a job that kills its worker uses up its own attempts, never those of the
-jobs leased behind it. The keeper thread bounds what leasing ahead costs: a finished job
-waits at most ``ACK_HOLD`` for its acknowledgement, and jobs leased ahead of one running
-longer than ``GIVE_BACK_AFTER``, of a stop request or of a pause (seen by the keeper, or in
-a START's reply), go back to the queue at once."""
+jobs leased behind it. The keeper thread (``keeping``) bounds what leasing ahead costs: a
+finished job waits at most ``ACK_HOLD`` for its acknowledgement, and jobs leased ahead of one
+running longer than ``GIVE_BACK_AFTER``, of a stop request or of a pause (seen by the keeper,
+or in a START's reply), go back to the queue at once."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 
 from ...exceptions import RedisUnavailable
 from ..queue import Job, Queue
-from .acknowledgements import ACK_HOLD, Acknowledgements
+from .acknowledgements import Acknowledgements
 from .background import Background, periodic
 from .channel import Channel
-from .expiry import ExpiredAtStart, paused_since
-from .giving_back import GivingBack
+from .expiry import ExpiredAtStart
+from .keeping import TEND, Keeping
 from .renewal import Leased, Renewal
 from .sweeping import Sweeping
 
@@ -32,15 +32,13 @@ logger = logging.getLogger("django_redislock.queue.leases")  # the name users' L
 # QUICK seconds; back to one after a slower job.
 PREFETCH_MAX = 32
 QUICK = 0.005
-GIVE_BACK_AFTER = 0.25  # a job running this long gives back the jobs leased behind it
-TEND = 0.05  # how often the keeper thread looks
 
 
 def _sooner(soonest: float | None, wait: float | None) -> float | None:
     return wait if wait is not None and (soonest is None or wait < soonest) else soonest
 
 
-class Leases(GivingBack):
+class Leases(Keeping):
     """The jobs a worker holds: leased ahead, running, finished and not yet acknowledged.
     ``one_at_a_time``: jobs are leased ahead and charged as they start, and finished ones
     are acknowledged with the next start or fetch; else each is charged as it is fetched
@@ -88,7 +86,7 @@ class Leases(GivingBack):
         )
         self.next_renewal = 0.0
         self.sweeping = Sweeping(self.queues, self.expired.outbox)
-        keeping = periodic(TEND, self._keep, "Worker housekeeping")
+        keeping = periodic(TEND, self.keep, "Worker housekeeping")
         self.keeper = Background("redislock-keeper", keeping, daemon=True)
 
     def start(self) -> None:
@@ -110,10 +108,6 @@ class Leases(GivingBack):
 
     def has_ahead(self) -> bool:
         return bool(self.ahead)
-
-    def ahead_jobs(self) -> list[tuple[Queue, Job]]:
-        with self.held:
-            return [(queue, job) for queue, job in self.ahead]
 
     def fetch_ahead(self, budget: int | None) -> float | None:
         """Acknowledge the finished jobs and lease up to ``prefetch`` more (at most
@@ -265,43 +259,3 @@ class Leases(GivingBack):
 
     def running_count(self) -> int:
         return len(self.running)
-
-    def _keep(self) -> None:
-        self.tend()
-        now = time.monotonic()
-        if now >= self.next_renewal:
-            self.next_renewal = now + self.renew_every
-            self.renewal.renew()
-        self.sweeping.tend()
-
-    def tend(self) -> None:
-        """Acknowledge finished jobs held too long; give back the jobs leased ahead of a long
-        job or of a stop request; read the replies that have come."""
-        now = time.monotonic()
-        running_for = now - self.job_started if self.running else 0.0
-        stopping = self.stopping.is_set()
-        flight = self.flight
-        if flight is not None and flight.fetching and (running_for > ACK_HOLD or stopping):
-            self._collect(flight)  # its jobs join those ahead: renewed, or given back below
-        finished = self.finished.take_all(overdue_only=True)
-        with self.held:
-            ahead: list[Leased] = []
-            if self.ahead and (running_for > GIVE_BACK_AFTER or stopping):
-                ahead = list(self.ahead)
-                self.ahead.clear()
-        self._acknowledge(finished)
-        self._release(ahead)
-        for channel in self.channels.values():
-            channel.poll()
-        if self.expired.paused.is_set() or (self.ahead and paused_since(self.ahead_jobs())):
-            self._give_back_ahead()
-
-    def _collect(self, flight: Channel) -> float | None:
-        """Read the fetch in flight: its jobs join those leased ahead. Returns its wait."""
-        collected = flight.collect()
-        if collected is None:
-            return 0.0
-        jobs, wait, _ = collected
-        with self.held:
-            self.ahead.extend(Leased(flight.queue, job) for job in jobs)
-        return wait

@@ -20,8 +20,9 @@ from typing import Any
 from ...conf import conf
 from ...redis.clients import call, run_script
 from ...redis.failures import unavailable_as_error
-from ..jobs import Job, JobState, number, text
+from ..jobs import Job, JobState
 from ..queue import get_queue
+from ..replies import number, text
 from .schedule import Entry
 from .schedule_keys import FOREVER, PAUSE_ENTRY, RESUME_ENTRY, entry_keys, run_now_entry
 
