@@ -18,7 +18,7 @@ from django_redislock.locks.async_multi_lock import AsyncMultiLock
 from django_redislock.locks.keys import lock_base, parse_value
 from django_redislock.locks.multi_lock import MultiLock
 from tests.support.proxy import ReplyLosingProxy
-from tests.support.waiting import BEFORE_ANY_RECHECK, SLOW_RETRY_DELAY
+from tests.support.waiting import BEFORE_ANY_RECHECK, SLOW_RETRY_DELAY, Stalls, ttl_set_since
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +27,7 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-async def until(predicate: Any, timeout: float = 10.0) -> None:
+async def until(predicate: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
@@ -65,8 +65,9 @@ def test_roundtrip_and_exclusion_with_sync_locks(backend):
         assert not await AsyncLock("b:2", ttl=5).acquire(0)
         other = asyncio.create_task(AsyncMultiLock(["b:1"]).acquire(0))
         assert await other is False, "another task is another owner"
+        since = time.monotonic()
         await lock.extend(20)
-        assert all(19 < Lock(name).ttl() <= 20 for name in lock.names)
+        assert all(ttl_set_since(Lock(name).ttl(), 20, since) for name in lock.names)
         await lock.release()
         assert held(*lock.names) == [False, False, False]
         with pytest.raises(LockNotOwned):
@@ -107,9 +108,16 @@ def test_the_timeout_is_one_deadline(backend, settings):
             await holder.acquire()
         start = time.monotonic()
         assert not await AsyncMultiLock(["dl:a", "dl:b", "dl:c", "dl:d"]).acquire(0.8)
-        return time.monotonic() - start
+        elapsed = time.monotonic() - start
+        for holder in holders:
+            await holder.release()
+        return elapsed
 
-    assert 0.8 <= run(main()) < BEFORE_ANY_RECHECK  # not 3 x 0.8
+    # Not 3 x 0.8 s. (A run that a stall of the machine overlapped may take longer, and is
+    # done again.)
+    with Stalls() as stalls:
+        elapsed, _ = stalls.timed(lambda: run(main()))
+    assert 0.8 <= elapsed < 2.0
     assert held("dl:a") == [False]
     assert [queued(backend, name) for name in ("dl:b", "dl:c", "dl:d")] == [0, 0, 0]
 
@@ -206,10 +214,26 @@ def test_names_on_several_shards(backend):
 
 
 def test_auto_renew_and_a_lost_name(backend):
-    async def main() -> None:
+    async def kept() -> bool:
         lock = AsyncMultiLock(["rn:a", "rn:b"], ttl=0.3, auto_renew=True)
         await lock.acquire()
         await asyncio.sleep(1.0)
+        if await lock.owned():
+            await lock.release()
+            return True
+        for name in ("rn:a", "rn:b"):  # what is left of it
+            Lock.force_release(name)
+        return False
+
+    # A stall of the process longer than the TTL rightly loses a name: such a run is done
+    # again; one that no stall overlapped must keep both.
+    with Stalls() as stalls:
+        renewed, _ = stalls.timed(lambda: run(kept()))
+    assert renewed
+
+    async def main() -> None:
+        lock = AsyncMultiLock(["rn:a", "rn:b"], ttl=30, auto_renew=True)
+        await lock.acquire()
         assert await lock.owned()
         backend.client.delete(Lock("rn:b").keys[0])
         assert not await lock.owned()

@@ -22,7 +22,13 @@ from django_redislock.locks.listing import list_locks
 from django_redislock.locks.multi_lock import MultiLock
 from django_redislock.signals import lock_acquired, lock_busy, lock_released
 from tests.support.proxy import ReplyLosingProxy
-from tests.support.waiting import BEFORE_ANY_RECHECK, SLOW_RETRY_DELAY, wait_for
+from tests.support.waiting import (
+    BEFORE_ANY_RECHECK,
+    SLOW_RETRY_DELAY,
+    Stalls,
+    ttl_set_since,
+    wait_for,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -77,11 +83,12 @@ def test_acquire_release_roundtrip(backend):
     assert lock.names == ("points:42", "sku:1", "sku:7")
     assert not lock.locked()
     assert not lock.owned()
+    since = time.monotonic()
     assert lock.acquire()
     assert lock.locked()
     assert lock.owned()
     assert held(*lock.names) == [True, True, True]
-    assert all(9 < Lock(name).ttl() <= 10 for name in lock.names)
+    assert all(ttl_set_since(Lock(name).ttl(), 10, since) for name in lock.names)
     assert lock.fences is None
     lock.release()
     assert held(*lock.names) == [False, False, False]
@@ -131,11 +138,12 @@ def test_the_timeout_is_one_deadline_for_the_whole_set(backend, settings):
     holders = [Lock(name, ttl=30) for name in names[1:]]
     for holder in holders:
         holder.acquire()
-    start = time.monotonic()
-    assert not MultiLock(names, ttl=30).acquire(0.8)
-    elapsed = time.monotonic() - start
-    # Three busy names waited for one after another would take 2.4 s.
-    assert 0.8 <= elapsed < BEFORE_ANY_RECHECK
+    # Three busy names waited for one after another would take 2.4 s. (A run that a stall
+    # of the machine overlapped may take longer, and is done again.)
+    with Stalls() as stalls:
+        got, elapsed = stalls.timed(lambda: MultiLock(names, ttl=30).acquire(0.8))
+    assert not got
+    assert 0.8 <= elapsed < 2.0
     assert not Lock("dl:a").locked()
     assert [queued(backend, name) for name in names] == [0, 0, 0, 0]
     for holder in holders:
@@ -224,16 +232,29 @@ def test_fences_per_name_strictly_increase(backend, settings):
     assert MultiLock(names).fences is None
 
 
+def held_past_the_ttl(group: list[str]) -> bool:
+    """Holds the names (TTL 0.3 s, renewed) for 1 s: whether they were all still held."""
+    lock = MultiLock(group, ttl=0.3, auto_renew=True)
+    lock.acquire()
+    time.sleep(1.0)
+    if not lock.owned():
+        for name in group:  # what is left of it
+            Lock.force_release(name)
+        return False
+    assert not any(Lock(name, ttl=1).acquire(0) for name in group)
+    lock.release()
+    assert not lock.locked()
+    return True
+
+
 def test_auto_renew_keeps_every_name_past_its_ttl(backend):
     names = on_several_shards("rn:", 3)  # several shards on Cluster: the ordered path too
-    for group in (on_one_shard("rn1:", 3), names):
-        lock = MultiLock(group, ttl=0.3, auto_renew=True)
-        lock.acquire()
-        time.sleep(1.0)
-        assert lock.owned()
-        assert not any(Lock(name, ttl=1).acquire(0) for name in group)
-        lock.release()
-        assert not lock.locked()
+    # A stall of the process longer than the TTL rightly loses a name: such a run is done
+    # again; one that no stall overlapped must keep them all.
+    with Stalls() as stalls:
+        for group in (on_one_shard("rn1:", 3), names):
+            kept, _ = stalls.timed(lambda group=group: held_past_the_ttl(group))
+            assert kept
 
 
 def test_a_lost_name_is_reported_by_extend_and_release(backend):
@@ -242,11 +263,12 @@ def test_a_lost_name_is_reported_by_extend_and_release(backend):
     lock.acquire()
     backend.client.delete(Lock("lost:b").keys[0])  # expired, or force-released
     assert not lock.owned()
+    since = time.monotonic()
     with pytest.raises(LockNotOwned) as info:
         lock.extend(20)
     assert info.value.lock_name == "lost:b"
-    assert 19 < Lock("lost:a").ttl() <= 20
-    assert 19 < Lock("lost:c").ttl() <= 20
+    assert ttl_set_since(Lock("lost:a").ttl(), 20, since)
+    assert ttl_set_since(Lock("lost:c").ttl(), 20, since)
     with pytest.raises(LockNotOwned) as info:
         lock.release()
     assert info.value.lock_name == "lost:b"
@@ -280,8 +302,9 @@ def test_release_and_extend_by_a_non_owner_raise(backend):
 
 def test_extend_resets_every_ttl(backend):
     with MultiLock(["ex:a", "ex:b"], ttl=1) as lock:
+        since = time.monotonic()
         lock.extend(20)
-        assert all(19 < Lock(name).ttl() <= 20 for name in lock.names)
+        assert all(ttl_set_since(Lock(name).ttl(), 20, since) for name in lock.names)
         lock.extend()
         assert all(Lock(name).ttl() <= 1 for name in lock.names)
         with pytest.raises(ValueError, match="ttl"):
@@ -423,7 +446,7 @@ def test_a_fair_name_with_a_live_waiter_is_busy_for_a_newcomer(backend, settings
     holder = Lock(first, ttl=30, fair=True)
     holder.acquire()
     got: list[bool] = []
-    in_thread(lambda: got.append(Lock(first, ttl=30, fair=True).acquire(20)))
+    in_thread(lambda: got.append(Lock(first, ttl=30, fair=True).acquire(60)))
     wait_for(lambda: queued(backend, first) == 1, 10, "queued")
     # The holder ends without a release (no hand-off): free, its waiter still asleep.
     backend.client.delete(holder.keys[0])
@@ -432,7 +455,7 @@ def test_a_fair_name_with_a_live_waiter_is_busy_for_a_newcomer(backend, settings
     # Not fair: the queue is not respected; its release hands the name to the waiter.
     with MultiLock([first, second], ttl=30):
         pass
-    wait_for(lambda: got == [True], 5, "the waiter got it")
+    wait_for(lambda: got == [True], BEFORE_ANY_RECHECK, "the waiter got it")
 
 
 def test_a_key_of_another_type_in_a_names_place_is_set_aside(backend):

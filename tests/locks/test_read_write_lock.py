@@ -24,7 +24,7 @@ from django_redislock.redis.scripts import LuaScript
 from django_redislock.signals import lock_acquired, lock_lost
 from tests.support.read_write_workload import exercise
 from tests.support.script_monitor import Monitoring
-from tests.support.waiting import wait_for
+from tests.support.waiting import Stalls, ttl_set_since, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,6 +86,7 @@ def test_readers_share_and_a_writer_is_alone(backend):
     assert rw.readers() == 1
     second.leave()
     assert not rw.locked()
+    since = time.monotonic()
     writer = Holder(other.write())
     assert writer.took()
     assert rw.write().locked()
@@ -93,7 +94,7 @@ def test_readers_share_and_a_writer_is_alone(backend):
     state = rw.state()
     assert state.readers == 0
     assert state.writer is not None
-    assert 4 < state.writer_ms / 1000 <= 5
+    assert ttl_set_since(state.writer_ms / 1000, 5, since)
     assert not rw.read().acquire(0)
     assert not rw.write().acquire(0)
     writer.leave()
@@ -106,12 +107,14 @@ def test_sides_have_the_lock_api(backend):
         assert side is (rw.read() if side is rw.read() else rw.write())
         assert side.ttl() is None
         assert not side.owned()
+        since = time.monotonic()
         with side as entered:
             assert entered is side
             assert side.owned()
-            assert 4.5 < side.ttl() <= 5
+            assert ttl_set_since(side.ttl(), 5, since)
+            since = time.monotonic()
             side.extend(20)
-            assert 19 < side.ttl() <= 20
+            assert ttl_set_since(side.ttl(), 20, since)
             assert side.fence is None  # no fencing asked
         assert not side.owned()
         assert side.ttl() is None
@@ -276,7 +279,8 @@ def test_a_release_wakes_every_reader_without_polling(no_fallback):
     for thread in threads:
         thread.join(15)
     assert len(got) == 3
-    assert max(got) - released < 2.0  # far before any fallback re-check (30 s at the earliest)
+    # Far before any fallback re-check (30 s at the earliest), however busy the machine.
+    assert max(got) - released < 10.0
     assert holder.readers() == 3
 
 
@@ -325,13 +329,14 @@ def test_an_expired_hold_is_never_released_or_extended_by_its_old_owner(backend)
             time.sleep(0.2)
             assert not side.owned()
             new = ReadWriteLock(f"exp-{kind}", ttl=10)
+            since = time.monotonic()
             assert new.write().acquire(0)
             with pytest.raises(LockNotOwned):
                 side.extend(30)
             with pytest.raises(LockNotOwned):
                 side.release()
             assert new.write().owned()
-            assert 9 < new.write().ttl() <= 10
+            assert ttl_set_since(new.write().ttl(), 10, since)
             new.write().release()
     finally:
         lock_lost.disconnect(receiver)
@@ -339,16 +344,24 @@ def test_an_expired_hold_is_never_released_or_extended_by_its_old_owner(backend)
 
 
 def test_auto_renew_keeps_both_sides_past_several_ttls(backend):
-    rw = ReadWriteLock("renewed", ttl=0.3, auto_renew=True)
-    with rw.read():
-        time.sleep(1.0)
-        assert rw.read().owned()
-        assert not Holder(ReadWriteLock("renewed").write()).took()
-    with rw.write():
-        time.sleep(1.0)
-        assert rw.write().owned()
-        assert not Holder(ReadWriteLock("renewed").read()).took()
-    assert not rw.locked()
+    names = iter(f"renewed-{n}" for n in range(100))
+
+    def renewed() -> None:
+        name = next(names)
+        rw = ReadWriteLock(name, ttl=0.3, auto_renew=True)
+        with rw.read():
+            time.sleep(1.0)
+            assert rw.read().owned()
+            assert not Holder(ReadWriteLock(name).write()).took()
+        with rw.write():
+            time.sleep(1.0)
+            assert rw.write().owned()
+            assert not Holder(ReadWriteLock(name).read()).took()
+        assert not rw.locked()
+
+    # A stall of the process past the 0.3 s TTL loses a side: such a run is done again.
+    with Stalls() as stalls:
+        stalls.again_if_stalled(renewed)
 
 
 def test_no_reentrancy_a_second_side_raises_at_once(backend):
@@ -362,7 +375,7 @@ def test_no_reentrancy_a_second_side_raises_at_once(backend):
             rw.read().acquire()
         with pytest.raises(LockError):  # through another instance too
             ReadWriteLock("upgrade").write().acquire(math.inf)
-        assert time.monotonic() - start < 1
+        assert time.monotonic() - start < 30  # (a hang guard: each raised, none waited)
         assert rw.read().owned()
     with rw.write(), pytest.raises(LockError, match="write side"):
         rw.read().acquire()
@@ -475,7 +488,8 @@ def test_a_waiter_that_gives_up_lets_those_behind_it_in(no_fallback):
     writer_result: list[bool] = []
     writer = in_thread(
         lambda: writer_result.append(
-            ReadWriteLock("give-up", ttl=30, fair=True).write().acquire(0.5)
+            # 2 s: a stalled machine does not see it give up before the reader queues.
+            ReadWriteLock("give-up", ttl=30, fair=True).write().acquire(2)
         )
     )
     wait_for(lambda: queued(holder) == 1, 10)
@@ -488,12 +502,12 @@ def test_a_waiter_that_gives_up_lets_those_behind_it_in(no_fallback):
         )
     )
     wait_for(lambda: queued(holder) == 2, 10)
-    writer.join(10)
+    writer.join(30)
     gave_up = time.monotonic()
-    reader.join(10)
+    reader.join(30)
     assert writer_result == [False]
     assert got
-    assert got[0] - gave_up < 2.0
+    assert got[0] - gave_up < 10.0  # at once, not at a fallback re-check (30 s at the earliest)
 
 
 @pytest.mark.timeout(120)

@@ -41,17 +41,19 @@ def test_lock_events_and_waits_are_counted(redis_backend: Backend, settings: Any
     before = scrape()
     with Lock("metrics:free", ttl=5):
         pass
-    held = threading.Event()
+    held, seen_busy = threading.Event(), threading.Event()
 
     def hold() -> None:
         with Lock("metrics:busy", ttl=5):
             held.set()
+            seen_busy.wait(30)  # (not a time: a stalled test would find it free)
             time.sleep(0.2)
 
     holder = threading.Thread(target=hold)
     holder.start()
-    held.wait(5)
+    held.wait(30)
     assert not Lock("metrics:busy", timeout=0).acquire()  # busy
+    seen_busy.set()
     waiter = Lock("metrics:busy", ttl=5)
     assert waiter.acquire(timeout=5)  # handed over when the holder releases
     holder.join()

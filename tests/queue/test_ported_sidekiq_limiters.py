@@ -66,7 +66,7 @@ from django_redislock.queue.worker.registry import live_workers
 from django_redislock.ratelimit.rate import parse_rate
 from django_redislock.tasks import task
 from tests.support.fixtures import Backend, Processes
-from tests.support.waiting import server_now, wait_for
+from tests.support.waiting import Stalls, server_now, wait_for
 
 HOLD, BUMP = f"{__name__}.hold", f"{__name__}.bump"
 RECORD = "tests.tasks.record"  # never run here: the API tests fetch and acknowledge by hand
@@ -221,14 +221,21 @@ def test_concurrent_a_freed_permit_reaches_an_idle_worker_at_once_not_at_its_nex
         lambda job: worked.retry(job, delay=60),
     ]
     lags = []
-    for i, (job, end) in enumerate(zip(held, ends, strict=True)):
-        time.sleep(0.03 + 0.07 * i)  # (never in step with the worker's own looks)
-        ended = time.time()
-        end(job)
-        wait_for(lambda i=i: any(r["key"] == f"k{i}" for r in records(BEGUN)), timeout=5)
-        lags.append(min(r["at"] for r in records(BEGUN) if r["key"] == f"k{i}") - ended)
+    with Stalls() as stalls:
+        for i, (job, end) in enumerate(zip(held, ends, strict=True)):
+            time.sleep(0.03 + 0.07 * i)  # (never in step with the worker's own looks)
+            ending = time.monotonic()
+            ended = time.time()
+            end(job)
+            # A lag that a stall of this process inflated (between its clock reading and
+            # its end reaching Redis) is left out.
+            clean = not stalls.between(ending, time.monotonic())
+            wait_for(lambda i=i: any(r["key"] == f"k{i}" for r in records(BEGUN)), timeout=30)
+            if clean:
+                lags.append(min(r["at"] for r in records(BEGUN) if r["key"] == f"k{i}") - ended)
+    assert len(lags) >= 3, "the machine stalled at most of the ends"
     assert max(lags) < 0.4, lags  # (a few ms, as measured; 1 s if it waited for a look)
-    assert sorted(lags)[2] < 0.1, lags
+    assert sorted(lags)[len(lags) // 2] < 0.1, lags
 
 
 @pytest.mark.processes

@@ -30,6 +30,7 @@ from django_redislock.queue.worker.loop import Worker
 from django_redislock.queue.worker.registry import live_workers
 from tests.support.counts import job_counts
 from tests.support.fixtures import Backend, Processes
+from tests.support.waiting import Stalls
 
 from ..tasks import DONE
 
@@ -385,12 +386,14 @@ def test_an_idle_worker_exits_promptly_on_sigterm_and_sigint(
         worker = processes.start(run_worker)
         wait_for(lambda w=worker: any(x["pid"] == w.pid for x in live_workers()))
         time.sleep(0.2)  # blocked on Redis, idle
-        start = time.monotonic()
-        os.kill(worker.pid, signum)
-        worker.join(5)
-        took = time.monotonic() - start
-        assert worker.exitcode == 0
-        assert took < 0.3, took
+        with Stalls() as stalls:
+            start = time.monotonic()
+            os.kill(worker.pid, signum)
+            worker.join(30)
+            end = time.monotonic()
+            assert worker.exitcode == 0
+            # (Later only if this process stood still meanwhile.)
+            assert end - start < 0.3 or stalls.between(start, end), end - start
 
 
 def test_a_failure_is_logged_once(

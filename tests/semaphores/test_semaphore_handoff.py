@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any
 
+from redis import Redis
+from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
 from django_redislock import AsyncSemaphore, Semaphore
@@ -21,14 +23,17 @@ from django_redislock.semaphores.keys import parse_permit, semaphore_keys
 from django_redislock.semaphores.scripts import GIVE_UP
 from django_redislock.semaphores.scripts import RELEASE as SEMAPHORE_RELEASE
 from tests.support.waiters import planting_a_lapsing_waiter
+from tests.support.waiting import BEFORE_ANY_RECHECK, SLOW_RETRY_DELAY
 
 
 def slow_fallback(settings: Any) -> None:
-    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": 5.0}
+    """Waiters re-check 15 s at the earliest: one that got its permits within
+    BEFORE_ANY_RECHECK was woken by a push, however busy the machine."""
+    settings.REDISLOCK = {**settings.REDISLOCK, "LOCK_RETRY_DELAY": SLOW_RETRY_DELAY}
 
 
 def queued(backend: Any, semaphore: Semaphore, count: int) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while backend.client.zcard(semaphore.layout.waiters) < count:
         assert time.monotonic() < deadline, f"{count} waiters never queued"
         time.sleep(0.005)
@@ -91,25 +96,25 @@ def two_freed(backend: Any, fair: bool) -> None:
     big, (first, second, third) = waiters[:-3], waiters[-3:]
     released = time.monotonic()
     pair.release()
-    until(lambda: first.got_at and second.got_at, 1.0, "the two oldest were not woken")
+    until(lambda: first.got_at and second.got_at, BEFORE_ANY_RECHECK, "the two oldest not woken")
     time.sleep(0.2)
     assert third.got_at is None, "a release of two permits woke a third waiter"
     assert all(w.got_at is None for w in big)
-    assert max(first.got_at or 0, second.got_at or 0) - released < 1.0
+    assert max(first.got_at or 0, second.got_at or 0) - released < BEFORE_ANY_RECHECK
     fences = {p.fence for p in pair.holders()}
     assert {first.fence, second.fence} <= fences
     assert len(tokens(backend, pair)) == len(big) + 1
     # (a woken waiter may still be taking its wake-up off the list on a busy machine)
-    until(lambda: not backend.client.exists(pair.layout.wake), 1.0, "a wake-up was left over")
+    until(lambda: not backend.client.exists(pair.layout.wake), 30, "a wake-up was left over")
     released = time.monotonic()
     first.leave.set()  # frees one permit: the third (the big one needs three) gets it
-    until(lambda: third.got_at, 1.0, "a release did not wake the next eligible waiter")
-    assert (third.got_at or 0) - released < 1.0
+    until(lambda: third.got_at, BEFORE_ANY_RECHECK, "a release did not wake the next waiter")
+    assert (third.got_at or 0) - released < BEFORE_ANY_RECHECK
     for waiter in (second, third):
         waiter.leave.set()
     single.release()
     if big:
-        until(lambda: big[0].got_at, 2.0, "the big waiter never got its three permits")
+        until(lambda: big[0].got_at, BEFORE_ANY_RECHECK, "the big waiter never got its permits")
         big[0].leave.set()
     for waiter in waiters:
         waiter.join(10)
@@ -131,10 +136,10 @@ def test_fair_waiters_get_the_permits_one_release_at_a_time_in_arrival_order(
     released = time.monotonic()
     holder.release()
     for i, waiter in enumerate(waiters):
-        until(lambda w=waiter: w.got_at, 1.0, "a release did not wake the next waiter")
+        until(lambda w=waiter: w.got_at, BEFORE_ANY_RECHECK, "a release woke no next waiter")
         time.sleep(0.1)
         assert sum(w.got_at is not None for w in waiters) == i + 1, "woke more than one"
-        assert (waiter.got_at or 0) - released < 1.0, "woken by the push, not the re-check"
+        assert (waiter.got_at or 0) - released < BEFORE_ANY_RECHECK, "woken by a re-check"
         (permit,) = holder.holders()
         assert permit.fence == waiter.fence
         member = real_backend.client.zrange(holder.layout.holders, 0, 0)[0]
@@ -152,18 +157,21 @@ def test_a_waiter_that_pops_another_waiters_wake_up_passes_it_on(real_backend, s
     assert holder.acquire(0)
     keys = holder.layout
     popped: list[Any] = []
-    # A stranger blocks on the wake-up list first, so Redis serves it first.
-    stranger = threading.Thread(
-        target=lambda: popped.append(real_backend.client.blpop([keys.wake], 10))
+    # A stranger blocks on the wake-up list first, so Redis serves it first (on a client of
+    # its own that waits out a stalled machine, beyond the backend client's 5 s reads).
+    patient = (RedisCluster if real_backend.kind == "cluster" else Redis).from_url(
+        real_backend.url, socket_timeout=60, client_name=STRANGER
     )
+    stranger = threading.Thread(target=lambda: popped.append(patient.blpop([keys.wake], 30)))
     stranger.start()
-    until(lambda: _blocked_on(real_backend, keys.wake), 5.0, "the stranger never blocked")
+    until(lambda: _blocked(real_backend, keys.wake, STRANGER), 30, "the stranger never blocked")
     waiter = Waiter(Semaphore("sem-passed-on", limit=1, ttl=10, fencing=True))
     queued(real_backend, holder, 1)
-    time.sleep(0.05)  # the waiter blocks behind the stranger
+    time.sleep(0.05)  # the waiter blocks behind the stranger (or later: the same outcome)
     released = time.monotonic()
     holder.release()
-    stranger.join(5)
+    stranger.join(60)
+    patient.close()
     assert popped, "the stranger's BLPOP returned"
     assert popped[0] is not None, "the stranger popped the wake-up"
     wake_up = parse_wake_up(popped[0][1])
@@ -172,8 +180,8 @@ def test_a_waiter_that_pops_another_waiters_wake_up_passes_it_on(real_backend, s
     # The stranger gives up, passing the wake-up on: it reaches the waiter at once.
     args = ("stranger|", popped[0][1])
     assert run_script(real_backend.client, GIVE_UP, keys.giving_up, args) == -1
-    until(lambda: waiter.got_at, 2.0, "the passed-on wake-up never reached the waiter")
-    assert (waiter.got_at or 0) - released < 1.0, "woken by the passed-on push, not the re-check"
+    until(lambda: waiter.got_at, BEFORE_ANY_RECHECK, "the passed-on wake-up never came")
+    assert (waiter.got_at or 0) - released < BEFORE_ANY_RECHECK, "woken by a re-check"
     assert waiter.fence == wake_up.fence
     waiter.leave.set()
     waiter.join(10)
@@ -204,15 +212,19 @@ def test_a_waiter_that_times_out_holding_anothers_wake_up_passes_it_on(
     keys = holder.layout
     real_wait = waiting.wait_for_push
     taken: list[Any] = []
+    blocking = threading.Event()  # the impatient waiter is about to block
 
     def wait_for_push(client: Any, key: str, timeout: float, accepts: Any = None) -> Any:
         if threading.current_thread().name == "patient":
-            time.sleep(0.3)  # blocks after the impatient waiter
+            if not taken:  # its first wait: it blocks after the impatient waiter
+                assert blocking.wait(30)
+                time.sleep(0.3)
             return real_wait(client, key, timeout, accepts)
+        blocking.set()
         popped = real_wait(client, key, timeout, accepts)
         if popped is not None:
             taken.append(popped[1])
-            time.sleep(0.6)  # its deadline passes as it pops
+            time.sleep(timeout + 0.1)  # its deadline (at most ``timeout`` away) passes
         return popped
 
     monkeypatch.setattr(waiting, "wait_for_push", wait_for_push)
@@ -221,18 +233,21 @@ def test_a_waiter_that_times_out_holding_anothers_wake_up_passes_it_on(
     queued(real_backend, holder, 1)  # first in line
     results: list[bool] = []
     impatient = threading.Thread(
-        target=lambda: results.append(Semaphore("sem-timed-out-pass", **options).acquire(0.5))
+        # A deadline that a stalled machine does not see pass before the waiter blocks.
+        target=lambda: results.append(Semaphore("sem-timed-out-pass", **options).acquire(2))
     )
     impatient.start()
     queued(real_backend, holder, 2)
-    time.sleep(0.05)  # the impatient waiter is blocked; the patient one blocks later
+    # The impatient waiter blocks (the patient one later): the wake-up is its to pop.
+    assert blocking.wait(30)
     holder.release()  # to the patient waiter, its wake-up to the impatient one
     released = time.monotonic()
-    impatient.join(5)
+    impatient.join(30)
     assert results == [False]
     assert len(taken) == 1, "the impatient waiter popped the patient one's wake-up"
-    until(lambda: patient.got_at, 3.0, "the passed-on wake-up never reached the waiter")
-    assert (patient.got_at or 0) - released < 2.0, "woken by the passed-on push, not the re-check"
+    until(lambda: patient.got_at, 30, "the passed-on wake-up never reached the waiter")
+    # The impatient one's deadline (2 s) passed, then the push; not the re-check (15 s).
+    assert (patient.got_at or 0) - released < BEFORE_ANY_RECHECK, "woken by a re-check"
     patient.leave.set()
     patient.join(10)
     assert not real_backend.client.exists(keys.holders, keys.wake, keys.waiters)
@@ -260,11 +275,14 @@ def test_asyncio_waiters_on_the_shared_listener_each_get_their_own_wake_up(real_
             await semaphore.release()
 
         tasks = [asyncio.create_task(wait(n)) for n in range(8)]
-        await asyncio.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while real_backend.client.zcard(holder.layout.waiters) < 8:
+            assert time.monotonic() < deadline, "the eight waiters never queued"
+            await asyncio.sleep(0.005)
         released = time.monotonic()
         await holder.release()
         while len(got) < 3:
-            assert time.monotonic() - released < 1.0, "the release did not wake three waiters"
+            assert time.monotonic() - released < BEFORE_ANY_RECHECK, "three were not woken"
             await asyncio.sleep(0.002)
         await asyncio.sleep(0.2)
         assert len(got) == 3, "a release of three permits woke more than three waiters"
@@ -284,11 +302,15 @@ def test_every_key_of_a_semaphore_is_in_one_cluster_slot():
         assert len({key_slot(key.encode()) for key in layout[:-1]}) == 1
 
 
-def _blocked_on(backend: Any, key: str) -> bool:
+STRANGER = "test-stranger"
+
+
+def _blocked(backend: Any, key: str, name: str) -> bool:
+    """Whether the client named ``name`` is blocked in a BLPOP on ``key``'s node."""
     client = backend.client
     if hasattr(client, "get_node_from_key"):
         client = client.get_redis_connection(client.get_node_from_key(key))
-    return any(c.get("cmd") == "blpop" for c in client.client_list())
+    return any(c.get("cmd") == "blpop" and c.get("name") == name for c in client.client_list())
 
 
 def test_a_registration_ending_this_very_ms_gets_no_permit(real_backend):

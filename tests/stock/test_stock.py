@@ -18,6 +18,7 @@ from django_redislock.exceptions import (
 from django_redislock.stock.arguments import MAX_TTL, MAX_UNITS
 from django_redislock.stock.stock import SWEEP, Stock, StockCounts
 from tests.support.fixtures import Backend
+from tests.support.waiting import Stalls
 
 
 def consistent(stock: Stock) -> StockCounts:
@@ -113,22 +114,30 @@ def test_confirm_and_release_are_idempotent(backend: Backend) -> None:
 
 
 def test_an_expired_reservation_gives_its_units_back_with_no_worker(backend: Backend) -> None:
-    stock = Stock("carts")
-    stock.set(5)
-    short = stock.reserve(2, ttl=0.2)
-    long = stock.reserve(1, ttl=60)
-    assert short is not None
-    assert long is not None
-    assert stock.available() == 2
-    time.sleep(0.35)
-    assert consistent(stock) == (4, 1, 0, 5)  # the reading itself gave them back
-    for _ in range(2):  # the same answer every time
-        with pytest.raises(ReservationExpired, match="TTL ran out") as caught:
-            stock.confirm(short)
-        assert caught.value.state == "expired"
-        assert isinstance(caught.value, RedisLockError)
-        assert stock.release(short) is False  # already back: nothing done
-    assert consistent(stock) == (4, 1, 0, 5)
+    names = iter(f"carts-{n}" for n in range(100))
+
+    def given_back() -> None:
+        stock = Stock(next(names))
+        stock.set(5)
+        short = stock.reserve(2, ttl=0.2)
+        long = stock.reserve(1, ttl=60)
+        assert short is not None
+        assert long is not None
+        assert stock.available() == 2
+        time.sleep(0.35)
+        assert consistent(stock) == (4, 1, 0, 5)  # the reading itself gave them back
+        for _ in range(2):  # the same answer every time
+            with pytest.raises(ReservationExpired, match="TTL ran out") as caught:
+                stock.confirm(short)
+            assert caught.value.state == "expired"
+            assert isinstance(caught.value, RedisLockError)
+            assert stock.release(short) is False  # already back: nothing done
+        assert consistent(stock) == (4, 1, 0, 5)
+
+    # A stall past the 0.2 s TTL before the first reading gives the units back early: such
+    # a run is done again.
+    with Stalls() as stalls:
+        stalls.again_if_stalled(given_back)
 
 
 def test_confirm_right_after_expiry_expires_it_first(backend: Backend) -> None:
@@ -143,36 +152,51 @@ def test_confirm_right_after_expiry_expires_it_first(backend: Backend) -> None:
 
 
 def test_a_backlog_of_expired_reservations_is_counted_in_full(backend: Backend) -> None:
-    stock = Stock("backlog")
-    count = SWEEP * 2 + 7
-    stock.set(count)
-    for _ in range(count):
-        assert stock.reserve(1, ttl=3) is not None
-    assert stock.reserve(1) is None
-    time.sleep(3.1)
-    now_ms = time.time() * 1000
-    # More are due than one script handles (a slow loop may have seen a few expire already).
-    assert backend.client.zcount(stock.keys.due, 0, now_ms) > SWEEP
-    # reserve runs again until they are all back.
-    assert stock.reserve(count, ttl=1) is not None
-    stock.set(count)
-    assert consistent(stock) == (0, count, 0, count)
-    time.sleep(1.1)
-    assert stock.available() == count  # counts too
+    names = iter(f"backlog-{n}" for n in range(100))
+
+    def counted() -> None:
+        stock = Stock(next(names))
+        count = SWEEP * 2 + 7
+        stock.set(count)
+        for _ in range(count):
+            assert stock.reserve(1, ttl=3) is not None
+        assert stock.reserve(1) is None
+        time.sleep(3.1)
+        now_ms = time.time() * 1000
+        # More are due than one script handles (a slow loop may have seen a few expire).
+        assert backend.client.zcount(stock.keys.due, 0, now_ms) > SWEEP
+        # reserve runs again until they are all back.
+        assert stock.reserve(count, ttl=1) is not None
+        stock.set(count)
+        assert consistent(stock) == (0, count, 0, count)
+        time.sleep(1.1)
+        assert stock.available() == count  # counts too
+
+    # A stall past a TTL (3 s while reserving, 1 s before the reading) lets reservations
+    # expire early: such a run is done again.
+    with Stalls() as stalls:
+        stalls.again_if_stalled(counted)
 
 
 def test_finished_reservations_are_forgotten_after_remember(backend: Backend) -> None:
-    stock = Stock("short-memory", remember=0.1)
-    stock.set(2)
-    held = stock.reserve(1)
-    assert held is not None
-    stock.confirm(held)
-    assert backend.client.hlen(stock.keys.records) == 1
-    time.sleep(0.2)
-    with pytest.raises(ReservationError, match="unknown"):
+    names = iter(f"short-memory-{n}" for n in range(100))
+
+    def forgotten() -> None:
+        stock = Stock(next(names), remember=0.1)
+        stock.set(2)
+        held = stock.reserve(1)
+        assert held is not None
         stock.confirm(held)
-    assert backend.client.hlen(stock.keys.records) == 0
-    assert consistent(stock) == (1, 0, 1, 2)
+        assert backend.client.hlen(stock.keys.records) == 1
+        time.sleep(0.2)
+        with pytest.raises(ReservationError, match="unknown"):
+            stock.confirm(held)
+        assert backend.client.hlen(stock.keys.records) == 0
+        assert consistent(stock) == (1, 0, 1, 2)
+
+    # A stall past the 0.1 s memory before the first look forgets early: done again, if so.
+    with Stalls() as stalls:
+        stalls.again_if_stalled(forgotten)
 
 
 BAD_ARGUMENTS: list[tuple[str, Any, tuple[Any, ...], type[Exception], str]] = [
