@@ -44,11 +44,9 @@ class AsyncLock(AsyncWaiting):
         try:
             args = self._args(token, timeout > 0, False)
             reply = await run_script(client, ACQUIRE, self._keys.acquiring, args)
-            if type(reply) is not int:
-                reply = await self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
-                if reply is None:
-                    self._busy(timeout)
-                    return False
+            reply = await self._fence_of(client, token, reply, deadline, timeout)
+            if reply is None:
+                return False
             hold = self._acquired(owner, token, reply, started)
             if self.wait_replicas:
                 await asyncio.to_thread(self._confirm_replicas, hold)

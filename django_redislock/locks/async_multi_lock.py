@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import time
 from threading import current_thread
-from types import TracebackType
 from typing import Any
 
 from ..exceptions import LockNotOwned
@@ -16,10 +15,10 @@ from ..redis.aio import run_script
 from .async_lock import AsyncLock
 from .multi_base import MultiLockBase, Shard, new_token
 from .multi_scripts import MULTI_ACQUIRE, MULTI_RELEASE
-from .options import released_on_exit
+from .options import AsyncWithStatement
 
 
-class AsyncMultiLock(MultiLockBase):
+class AsyncMultiLock(MultiLockBase, AsyncWithStatement):
     """``async with AsyncMultiLock(["sku:1", "sku:7"], ttl=10, timeout=2):`` — see
     ``MultiLock``."""
 
@@ -168,17 +167,3 @@ class AsyncMultiLock(MultiLockBase):
             if not await lock.owned():
                 return False
         return True
-
-    async def __aenter__(self) -> AsyncMultiLock:
-        if not await self.acquire():
-            raise self._timeout_error(self.timeout)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with released_on_exit(exc):
-            await self.release()

@@ -42,11 +42,9 @@ class Lock(SyncWaiting, SyncContext):
         except BaseException:
             self._abandon(client, token)
             raise
-        if type(reply) is not int:
-            reply = self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
-            if reply is None:
-                self._busy(timeout)
-                return False
+        reply = self._fence_of(client, token, reply, deadline, timeout)
+        if reply is None:
+            return False
         try:
             hold = self._acquired(owner, token, reply, started)
             if self.wait_replicas:

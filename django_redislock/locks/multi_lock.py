@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import time
 from threading import current_thread
-from types import TracebackType
 from typing import Any
 
 from ..exceptions import LockNotOwned
@@ -13,10 +12,10 @@ from ..redis.clients import run_script
 from .lock import Lock
 from .multi_base import MultiLockBase, Shard, new_token
 from .multi_scripts import MULTI_ACQUIRE, MULTI_RELEASE
-from .options import released_on_exit
+from .options import WithStatement
 
 
-class MultiLock(MultiLockBase):
+class MultiLock(MultiLockBase, WithStatement):
     """``with MultiLock(["sku:1", "sku:7"], ttl=10, timeout=2):`` holds every name, or
     raises LockTimeout. Takes ``Lock``'s options (``fences``: a dict name -> fence).
 
@@ -158,17 +157,3 @@ class MultiLock(MultiLockBase):
         if self._locks[0].current_owner() not in self._owners:
             return False
         return all(lock.owned() for lock in self._locks)
-
-    def __enter__(self) -> MultiLock:
-        if not self.acquire():
-            raise self._timeout_error(self.timeout)
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with released_on_exit(exc):
-            self.release()

@@ -9,7 +9,7 @@ import random
 import time
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..conf import conf
 from ..exceptions import LockNotOwned, LockTimeout
@@ -111,8 +111,8 @@ class LockCore:
         )
 
 
-_Sync = TypeVar("_Sync", bound="SyncContext")
-_Async = TypeVar("_Async", bound="AsyncContext")
+_Sync = TypeVar("_Sync", bound="WithStatement")
+_Async = TypeVar("_Async", bound="AsyncWithStatement")
 
 
 @contextlib.contextmanager
@@ -127,8 +127,15 @@ def released_on_exit(exc: BaseException | None) -> Iterator[None]:
             raise
 
 
-class SyncContext(LockCore):
-    """``with lock:`` for the blocking locks: acquire (or LockTimeout), release on exit."""
+class WithStatement:
+    """``with lock:`` for anything that acquires and releases with a ``timeout`` (a lock,
+    ``MultiLock``): acquire (or LockTimeout), release on exit."""
+
+    timeout: float
+
+    if TYPE_CHECKING:
+
+        def _timeout_error(self, timeout: float) -> LockTimeout: ...
 
     def acquire(self, timeout: float | None = None) -> bool:
         raise NotImplementedError
@@ -151,8 +158,15 @@ class SyncContext(LockCore):
             self.release()
 
 
-class AsyncContext(LockCore):
-    """``async with lock:`` for the asyncio locks, as ``SyncContext``."""
+class AsyncWithStatement:
+    """``async with lock:`` for the asyncio locks and ``AsyncMultiLock``, as
+    ``WithStatement``."""
+
+    timeout: float
+
+    if TYPE_CHECKING:
+
+        def _timeout_error(self, timeout: float) -> LockTimeout: ...
 
     async def acquire(self, timeout: float | None = None) -> bool:
         raise NotImplementedError
@@ -173,3 +187,11 @@ class AsyncContext(LockCore):
     ) -> None:
         with released_on_exit(exc):
             await self.release()
+
+
+class SyncContext(LockCore, WithStatement):
+    """``with lock:`` for the blocking locks: acquire (or LockTimeout), release on exit."""
+
+
+class AsyncContext(LockCore, AsyncWithStatement):
+    """``async with lock:`` for the asyncio locks, as ``SyncContext``."""

@@ -18,9 +18,8 @@ from secrets import token_hex
 from typing import Any
 
 from ..exceptions import LockError
-from ..redis.clients import run_script
 from . import keys as _keys
-from .base import Hold, LockBase
+from .base import Hold
 from .keys import lock_base, shard_count
 from .read_write_keys import (
     READ,
@@ -31,7 +30,8 @@ from .read_write_keys import (
     read_write_keys,
     token_of,
 )
-from .read_write_scripts import EXTEND, RELEASE
+from .read_write_scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE
+from .shared_lock_base import SharedLockBase, SharedLockScripts
 
 logger = logging.getLogger("django_redislock.locks")
 
@@ -44,10 +44,11 @@ _holds_by_name: dict[tuple[Any, ...], tuple[str, Hold, threading.Thread]] = {}
 SIDE_WORDS = {READ: "read", WRITE: "write"}
 
 
-class SideBase(LockBase):
+class SideBase(SharedLockBase[ReadWriteKeys]):
     """Options, key layout and owner state shared by the sync and asyncio sides."""
 
-    lost_reason = "its TTL ran out or it was force-released"
+    _family = "read-write lock"
+    _scripts = SharedLockScripts(ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE)
 
     def __init__(
         self,
@@ -85,39 +86,16 @@ class SideBase(LockBase):
         self._layout = read_write_keys(lock_base(self.name, shard_count(client)), self.name)
         self._client = client
 
-    @property
-    def layout(self) -> ReadWriteKeys:
-        """This read-write lock's keys."""
-        if self._client is None:
-            self._setup(self._connect())
-        return self._layout
-
-    def _wake_key(self, token: str) -> str:
-        return self._layout.wake
-
     def _new_token(self) -> str:
         return token_of(self.kind, token_hex(8))
 
-    def _holder(self, token: str, fence: int) -> str:
+    def _held_token(self, token: str, fence: int) -> str:
         return holder_of(token, fence, _keys.OWNER)
 
-    def _acquire_argv(
-        self, token: str, register: bool, queued: bool, passing: str = "", scale: float = 1.0
-    ) -> tuple[Any, ...]:
-        """ARGV of ``ACQUIRE``; ``scale``: as ``LockBase._args``'s."""
-        return (
-            token,
-            _keys.OWNER,
-            self.ttl_ms,
-            self.member,
-            *self._flags,
-            int(self.registration_ms * scale) if register else 0,
-            "1" if queued else "0",
-            passing,
-        )
+    def _holder_argv(self) -> tuple[Any, ...]:
+        return _keys.OWNER, self.ttl_ms, self.member
 
     def _outcome(self, reply: Any) -> Any:
-        """What the waiting loop takes from an ``ACQUIRE`` reply: the fence, or [wait ms]."""
         if reply[2]:
             logger.warning(
                 "Read-write lock %r: %d key(s) of another type were in the way and were set "
@@ -126,7 +104,7 @@ class SideBase(LockBase):
                 self.name,
                 reply[2],
             )
-        return reply[0] if reply[0] >= 0 else reply[1:2]
+        return super()._outcome(reply)
 
     def _give_up_argv(self, token: str, passing: str) -> tuple[Any, ...]:
         return token, _keys.OWNER, passing, self.member, self._flags[0]
@@ -134,33 +112,18 @@ class SideBase(LockBase):
     def _release_args(self, holder: str) -> tuple[Any, ...]:
         return holder, self.member, self._flags[0]
 
-    def _release_token(self, client: Any, holder: str) -> Any:
-        """Free ``holder`` ("": every holder) over the sync ``client``; the waiters that may
-        hold the lock then are let in and woken by the same call."""
-        return run_script(client, RELEASE, self._layout, self._release_args(holder))
-
-    def _release_handed(self, client: Any, token: str, fence: int) -> None:
-        self._release_token(client, self._holder(token, fence))
-
     def _extend_args(self, hold: Hold, ttl: float | None) -> tuple[Any, ...]:
         return hold.token, self._ttl_ms_of(ttl), self.member
 
-    def renewal(self, hold: Hold, now: int) -> tuple[Any, ...]:
-        keys = self.layout.extending
-        return ("EVAL", EXTEND.source, len(keys), *keys, *self._extend_args(hold, None))
-
-    def _forced(self, reply: Any) -> bool:
-        if reply != 1:
-            return False
-        logger.warning("Read-write lock %r was force-released.", self.name)
-        return True
+    def _fences(self) -> bool:
+        return self.fencing and self.kind == WRITE
 
     # --- one side per owner and name ---------------------------------------------------------
 
     def _by_name(self, owner: tuple[Any, ...]) -> tuple[Any, ...]:
         return (*owner, self.using, self.name)
 
-    def _other_hold(self, owner: tuple[Any, ...]) -> Hold | None:
+    def _conflicting_hold(self, owner: tuple[Any, ...]) -> Hold | None:
         """The hold of this name that ``owner`` took through another side or instance, if it
         may still be held (see the module's doc). The caller asks Redis before it refuses:
         a hold that lapsed unnoticed does not count, and is forgotten here."""
@@ -169,8 +132,9 @@ class SideBase(LockBase):
             return None
         return found[1]
 
-    def _refuse_second_side(self, owner: tuple[Any, ...], hold: Hold, live: bool) -> None:
-        """LockError when ``hold`` (``_other_hold``'s) is ``live``; else it is forgotten."""
+    def _settle_conflict(self, owner: tuple[Any, ...], hold: Hold, live: bool) -> None:
+        """LockError when ``hold`` (``_conflicting_hold``'s) is ``live``; else it is
+        forgotten."""
         key = self._by_name(owner)
         found = _holds_by_name.get(key)
         if found is None or found[1] is not hold:
@@ -204,13 +168,6 @@ class SideBase(LockBase):
         found = _holds_by_name.get(key)
         if found is not None and found[1] is hold:
             del _holds_by_name[key]
-
-    def release_owner(self, owner: tuple[Any, ...]) -> None:
-        """Release the hold of ``owner`` over the sync client, from any thread (see
-        ``LockBase.release_owner``)."""
-        hold = self._begin_release(owner)
-        if hold is not None:
-            self._end_release(hold, self._release_token(self.renew_client, hold.token))
 
 
 class ReadWriteBase:

@@ -79,6 +79,14 @@ class ReadWriteKeys(NamedTuple):
         return self.writer, self.readers, self.expiries, self.names
 
     @property
+    def giving_up(self) -> tuple[str, ...]:
+        return tuple(self)
+
+    @property
+    def releasing(self) -> tuple[str, ...]:
+        return tuple(self)
+
+    @property
     def reading(self) -> tuple[str, ...]:
         return self.writer, self.readers, self.waiters
 

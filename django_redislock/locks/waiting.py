@@ -94,6 +94,18 @@ class SyncWaiting(LockBase):
     def _release_token(self, client: Any, token: str) -> Any:
         raise NotImplementedError
 
+    def _fence_of(
+        self, client: Any, token: str, reply: Any, deadline: float, timeout: float
+    ) -> int | None:
+        """The fence of a first ``ACQUIRE`` ``reply`` (an int when it acquired), else waited
+        for until ``deadline`` when ``timeout`` allows; None, signalled busy, when not."""
+        if type(reply) is int:
+            return reply
+        fence = self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
+        if fence is None:
+            self._busy(timeout)
+        return fence
+
     def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands over (pushed to the wake-up list), the
         holder's TTL runs out, or the deadline (monotonic) passes. Returns the fence, or None."""
@@ -192,6 +204,17 @@ class AsyncWaiting(LockBase, AsyncContext):
 
     async def _release_token_async(self, client: Any, token: str) -> Any:
         raise NotImplementedError
+
+    async def _fence_of(
+        self, client: Any, token: str, reply: Any, deadline: float, timeout: float
+    ) -> int | None:
+        """``SyncWaiting._fence_of`` over the asyncio ``client``."""
+        if type(reply) is int:
+            return reply
+        fence = await self._wait(client, token, deadline, reply[0]) if timeout > 0 else None
+        if fence is None:
+            self._busy(timeout)
+        return fence
 
     async def _wait(self, client: Any, token: str, deadline: float, pttl: int) -> int | None:
         """Block until a releasing holder hands over, the holder's TTL runs out, or the

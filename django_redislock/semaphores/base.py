@@ -1,17 +1,17 @@
 """What the sync and asyncio semaphores share: options, key layout, the reading of script
-replies, and the lock machinery they reuse (holds, signals, waiting, the renewer)."""
+replies, and the lock machinery they reuse (``locks.shared_lock_base``: holds, signals,
+waiting, the renewer)."""
 
 from __future__ import annotations
 
-import logging
 from secrets import token_hex
 from typing import Any, NamedTuple
 
 from ..exceptions import LockError
 from ..locks import keys as _keys
-from ..locks.base import Hold, LockBase
+from ..locks.base import Hold
 from ..locks.keys import lock_base, shard_count
-from ..redis.clients import run_script
+from ..locks.shared_lock_base import SharedLockBase, SharedLockScripts
 from .keys import (
     Permit,
     SemaphoreKeys,
@@ -22,9 +22,7 @@ from .keys import (
     validate_limit,
     validate_permits,
 )
-from .scripts import EXTEND, RELEASE
-
-logger = logging.getLogger("django_redislock.locks")
+from .scripts import ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE
 
 
 class SemaphoreState(NamedTuple):
@@ -47,11 +45,13 @@ def parse_state(reply: Any) -> SemaphoreState:
     return SemaphoreState(held, waiters, mine, [p for p in permits if p])
 
 
-class SemaphoreBase(LockBase):
+class SemaphoreBase(SharedLockBase[SemaphoreKeys]):
     """Options, key layout and owner state shared by ``Semaphore`` and ``AsyncSemaphore``."""
 
     noun = "semaphore"
+    _family = "semaphore"
     lost_reason = "its permit's TTL ran out or it was force-released"
+    _scripts = SharedLockScripts(ACQUIRE, EXTEND, GIVE_UP, RELEASE, STATE)
 
     def __init__(
         self,
@@ -96,51 +96,14 @@ class SemaphoreBase(LockBase):
         self._layout = semaphore_keys(self._base, self.name)
         self._client = client
 
-    @property
-    def layout(self) -> SemaphoreKeys:
-        """This semaphore's keys."""
-        if self._client is None:
-            self._setup(self._connect())
-        return self._layout
+    def _holder_argv(self) -> tuple[Any, ...]:
+        return f"{self.limit}|{_keys.OWNER}", self.ttl_ms, self.name, self.limit
 
-    def _wake_key(self, token: str) -> str:
-        return self._layout.wake
-
-    def _acquire_argv(
-        self, token: str, register: bool, queued: bool, passing: str = "", scale: float = 1.0
-    ) -> tuple[Any, ...]:
-        """ARGV of ``scripts.ACQUIRE``; ``passing``: a wake-up of another waiter to pass on;
-        ``scale``: as ``LockBase._args``'s."""
-        return (
-            token,
-            f"{self.limit}|{_keys.OWNER}",
-            self.ttl_ms,
-            self.name,
-            self.limit,
-            *self._flags,
-            int(self.registration_ms * scale) if register else 0,
-            "1" if queued else "0",
-            passing,
-        )
-
-    def _permit(self, token: str, fence: int) -> str:
+    def _held_token(self, token: str, fence: int) -> str:
         return permit_of(token, fence, self.limit, _keys.OWNER)
 
     def _release_args(self, permit: str) -> tuple[Any, ...]:
         return permit, self.name, self.limit if permit else "", self._flags[0]
-
-    @staticmethod
-    def _outcome(reply: Any) -> Any:
-        """What the waiting loop takes from an ACQUIRE reply: the fence, or [wait ms]."""
-        return reply[0] if reply[0] >= 0 else reply[1:2]
-
-    def _release_token(self, client: Any, permit: str) -> Any:
-        """Free ``permit`` ("": every permit) over the sync ``client``; the waiters it goes to
-        are woken by the same call. (``_layout`` is set: ``client`` was asked for.)"""
-        return run_script(client, RELEASE, self._layout.releasing, self._release_args(permit))
-
-    def _release_handed(self, client: Any, token: str, fence: int) -> None:
-        self._release_token(client, self._permit(token, fence))
 
     def _reenter(self, owner: tuple[Any, ...], hold: Hold) -> bool:
         raise LockError(
@@ -151,20 +114,3 @@ class SemaphoreBase(LockBase):
 
     def _extend_args(self, hold: Hold, ttl: float | None) -> tuple[Any, ...]:
         return hold.token, self._ttl_ms_of(ttl), self.name
-
-    def renewal(self, hold: Hold, now: int) -> tuple[Any, ...]:
-        keys = self.layout.extending
-        return ("EVAL", EXTEND.source, len(keys), *keys, *self._extend_args(hold, None))
-
-    def _forced(self, reply: Any) -> bool:
-        if reply != 1:
-            return False
-        logger.warning("Semaphore %r was force-released.", self.name)
-        return True
-
-    def release_owner(self, owner: tuple[Any, ...]) -> None:
-        """Release the permit of ``owner`` over the sync client, from any thread (see
-        ``LockBase.release_owner``)."""
-        hold = self._begin_release(owner)
-        if hold is not None:
-            self._end_release(hold, self._release_token(self.renew_client, hold.token))
