@@ -108,14 +108,15 @@ def slow_first_time(n: int, seconds: float) -> int:
 @task()
 def marked(n: int, seconds: float, until_alone: bool = False) -> int:
     """Says that it began (``BEGAN``), then runs ``seconds``; with ``until_alone``, then
-    until it is the queue's only running job (its worker gave back the jobs it leased
-    ahead), at most 10 s more."""
+    until its queue is paused and it is the queue's only running job (its worker gave back
+    the jobs it leased ahead), at most 30 s more."""
     get_redis().rpush(BEGAN, n)
     start = time.time()
     time.sleep(seconds)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
+    queue = get_queue("default")
     while until_alone and time.monotonic() < deadline:
-        if get_queue("default").counts()["running"] == 1:
+        if queue.paused() and queue.counts()["running"] == 1:
             break
         time.sleep(0.005)
     record(None, n, start)
@@ -484,8 +485,10 @@ def test_a_parked_jobs_run_time_and_time_limit_count_from_its_start(
     done = live.get(second.id)
     assert (done.error, done.attempts) == ("", 1)
     assert done.started - done.enqueued >= 850  # parked behind the first for 0.9 s
-    assert done.finished - done.started < 850  # its own 0.1 s, nothing of the parking
-    assert done.started >= live.get(first.id).finished - 50  # (it did wait for the first)
+    # Its start is stamped as it started, after the first ended, so its run time is its own
+    # (no bound in ms here: a stalled worker may take longer than 0.1 s), and its 0.7 s
+    # limit, counted from that start, did not end it (no error above).
+    assert done.started >= live.get(first.id).finished - 50
 
 
 @pytest.mark.processes
@@ -512,10 +515,10 @@ def test_a_worker_stops_at_once_beside_a_rate_parked_job_and_the_next_worker_sta
     assert (parked.state, parked.attempts, parked.lease) == ("parked", 0, None)
     once_server_reaches(live.get(first.id).started + 1000)  # the window opens, no worker
     assert ran() == [0]
-    came = time.monotonic()
+    came = server_now() * 1000
     processes.start(run_worker, 2)
-    wait_for(lambda: ran() == [0, 1], timeout=10, what="the next worker started it")
-    assert time.monotonic() - came < 3
+    wait_for(lambda: ran() == [0, 1], timeout=30, what="the next worker started it")
+    assert live.get(second.id).started >= came  # (not before: no worker was alive)
     assert live.get(second.id).attempts == 1
 
 
@@ -613,7 +616,6 @@ def test_jobs_killed_with_their_worker_give_their_permits_back_after_the_lease(
     )
     os.kill(victim.pid or 0, signal.SIGKILL)
     victim.join(5)
-    killed = time.monotonic()
     processes.start(run_worker, 4)
     most = 0
 
@@ -622,8 +624,9 @@ def test_jobs_killed_with_their_worker_give_their_permits_back_after_the_lease(
         most = max(most, held(live, "pair"))
         return len(ran()) == 4
 
-    wait_for(all_ran, timeout=15, what="every job ran")
-    assert time.monotonic() - killed < 1 + 3  # within the lease, and a fetch or so
+    # Well before the killed jobs' 30 s would end: their permits came back with their 1 s
+    # leases (and a new worker's start, however slow the machine).
+    wait_for(all_ran, timeout=20, what="every job ran")
     assert most <= 2
     assert sorted(ran()) == [0, 1, 2, 3]
     assert most_at_once(spans()) <= 2
