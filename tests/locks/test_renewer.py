@@ -195,21 +195,30 @@ def attempts(base: str) -> Iterator[str]:
     yield from (f"{base}-{n}" for n in itertools.count(1))
 
 
+def holding_in_a_thread(
+    name: str, thread_class: type[threading.Thread]
+) -> tuple[threading.Thread, threading.Event, list[bool]]:
+    """A thread of ``thread_class`` started, holding lock ``name`` (auto-renewed) until the
+    event is set; it then appends whether it still owned the lock to the list."""
+    done, results = threading.Event(), []
+
+    def holder() -> None:
+        with Lock(name, ttl=LIVE_TTL, auto_renew=True) as lock:
+            done.wait(10)
+            results.append(lock.owned())
+
+    thread = thread_class(target=holder)
+    thread.start()
+    return thread, done, results
+
+
 def test_a_live_thread_keeps_its_lock_past_several_ttls(backend, abandoned, stalls):
     names = attempts("thread-alive")
 
     def kept() -> None:
         name = next(names)
         abandoned.clear()
-        done, results = threading.Event(), []
-
-        def holder() -> None:
-            with Lock(name, ttl=LIVE_TTL, auto_renew=True) as lock:
-                done.wait(10)
-                results.append(lock.owned())
-
-        thread = threading.Thread(target=holder)
-        thread.start()
+        thread, done, results = holding_in_a_thread(name, threading.Thread)
         wait_for(lambda: Lock(name).locked(), 10, "the holder thread to take its lock")
         try:
             renewed_past_its_ttl(name)
@@ -289,15 +298,7 @@ def test_an_owner_that_cannot_tell_whether_it_lives_is_kept(backend, abandoned, 
     def kept() -> None:
         name = next(names)
         abandoned.clear()
-        done, results = threading.Event(), []
-
-        def holder() -> None:
-            with Lock(name, ttl=LIVE_TTL, auto_renew=True) as lock:
-                done.wait(10)
-                results.append(lock.owned())
-
-        thread = _CannotTell(target=holder)
-        thread.start()
+        thread, done, results = holding_in_a_thread(name, _CannotTell)
         other = Lock(f"other-{name}", ttl=LIVE_TTL, auto_renew=True)
         assert other.acquire(0)
         try:
